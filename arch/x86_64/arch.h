@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * x86_64 register layout and the rules that depend on it. Plain C with
+ * only <stdint.h>: included by hosted code and by the restore core.
+ */
+#ifndef IBCR_ARCH_X86_64_H
+#define IBCR_ARCH_X86_64_H
+
+#include <stdint.h>
+
+#define ARCH_ID 1		/* IBCR_ARCH_X86_64 */
+#define ARCH_NAME "x86_64"
+#define ARCH_NT_FPREGS 0x202	/* NT_X86_XSTATE: the full XSAVE area */
+#define ARCH_SYSCALL_INSN_LEN 2
+
+/* NT_PRSTATUS, as struct user_regs_struct. */
+struct arch_gpregs {
+	uint64_t r15, r14, r13, r12, rbp, rbx, r11, r10, r9, r8;
+	uint64_t rax, rcx, rdx, rsi, rdi, orig_rax, rip, cs, eflags, rsp, ss;
+	uint64_t fs_base, gs_base, ds, es, fs, gs;
+};
+
+static inline uint64_t arch_pc(const struct arch_gpregs *r) { return r->rip; }
+static inline uint64_t arch_sp(const struct arch_gpregs *r) { return r->rsp; }
+static inline uint64_t arch_ret(const struct arch_gpregs *r) { return r->rax; }
+
+/* The syscall the thread is in (orig_rax), or -1. */
+static inline int64_t arch_syscall_nr(const struct arch_gpregs *r)
+{
+	return (int64_t)r->orig_rax;
+}
+
+/*
+ * A thread stopped by PTRACE_INTERRUPT inside a syscall the kernel would
+ * restart shows -ERESTART* in rax with orig_rax >= 0; the kernel rewinds
+ * only after the stop. Rewind here so the state resumes anywhere (restored
+ * or after detach) by re-executing the syscall. RESTART_RESTARTBLOCK is
+ * rewound too: the original syscall runs again with its original
+ * arguments (a relative timeout starts over) instead of restart_syscall,
+ * whose kernel-side state does not survive a restart.
+ * Returns 1 when it rewound.
+ */
+static inline int arch_rewind_syscall(struct arch_gpregs *r)
+{
+	int64_t ret = (int64_t)r->rax;
+
+	if ((int64_t)r->orig_rax < 0)
+		return 0;
+	if (ret != -512 && ret != -513 && ret != -514 && ret != -516)
+		return 0;	/* ERESTARTSYS, NOINTR, NOHAND, RESTARTBLOCK */
+	r->rax = r->orig_rax;
+	r->rip -= ARCH_SYSCALL_INSN_LEN;
+	r->orig_rax = (uint64_t)-1;
+	return 1;
+}
+
+/* Sets up a syscall to run at `insn` (a syscall instruction). */
+static inline void arch_setup_syscall(struct arch_gpregs *r, uint64_t insn,
+				      long nr, const uint64_t a[6])
+{
+	r->rip = insn;
+	r->rax = (uint64_t)nr;
+	r->orig_rax = (uint64_t)-1;	/* no restart logic on resume */
+	r->rdi = a[0];
+	r->rsi = a[1];
+	r->rdx = a[2];
+	r->r10 = a[3];
+	r->r8 = a[4];
+	r->r9 = a[5];
+}
+
+/* Finds a syscall instruction (0f 05) in code; returns its offset or -1. */
+static inline long arch_find_syscall_insn(const uint8_t *code, unsigned long n)
+{
+	for (unsigned long i = 0; i + 1 < n; i++)
+		if (code[i] == 0x0f && code[i + 1] == 0x05)
+			return (long)i;
+	return -1;
+}
+
+#endif

@@ -1,0 +1,11 @@
+; SPDX-License-Identifier: MIT
+; The restore core blob, embedded into restart-loader.
+
+section .rodata align=64
+
+global ibcr_core_blob
+global ibcr_core_blob_end
+
+ibcr_core_blob:
+	incbin "core.bin"
+ibcr_core_blob_end:

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Encoding of the metadata sections of one process (saver side). The
+ * decoding, with all its checks, is in image_read.c.
+ */
+#include <string.h>
+
+#include "buf.h"
+#include "image_io.h"
+
+void enc_proc(struct buf *b, const struct ibcr_process_state *ps)
+{
+	struct ibcr_proc rec = ps->rec;
+	struct buf s = { 0 };
+
+	rec.exe_off = (uint32_t)buf_str(&s, ps->exe ? ps->exe : "");
+	rec.cwd_off = (uint32_t)buf_str(&s, ps->cwd ? ps->cwd : "");
+	rec.cmdline_off = (uint32_t)buf_put(&s, ps->cmdline, rec.cmdline_len);
+	buf_put(&s, "", 1);
+	buf_put(b, &rec, sizeof(rec));
+	buf_put(b, s.p, s.len);
+	buf_free(&s);
+}
+
+void enc_thread(struct buf *b, const struct ibcr_thread_state *t)
+{
+	uint32_t nsig = t->rec.nsiginfo + t->rec.nsiginfo_shared;
+
+	buf_put(b, &t->rec, sizeof(t->rec));
+	buf_put(b, t->gpregs, t->rec.gpregs_size);
+	buf_put(b, t->fpregs, t->rec.fpregs_size);
+	buf_put(b, t->siginfo, (size_t)nsig * IBCR_SIGINFO_SIZE);
+}
+
+void enc_files(struct buf *b, const struct ibcr_process_state *ps)
+{
+	struct ibcr_files_hdr h = { .nfds = ps->nfds };
+	struct buf s = { 0 };
+	size_t at;
+
+	buf_put(b, &h, sizeof(h));
+	at = buf_put(b, ps->fds, sizeof(struct ibcr_fd) * ps->nfds);
+	for (uint32_t i = 0; i < ps->nfds; i++) {
+		struct ibcr_fd *fd = (struct ibcr_fd *)(b->p + at) + i;
+
+		fd->path_off = (uint32_t)buf_str(&s, ps->fd_paths[i]);
+	}
+	((struct ibcr_files_hdr *)b->p)->strtab_size = (uint32_t)s.len;
+	buf_put(b, s.p, s.len);
+	buf_free(&s);
+}
+
+void enc_vmas(struct buf *b, const struct ibcr_process_state *ps)
+{
+	struct ibcr_vmas_hdr h = { .nvmas = ps->nvmas, .nruns = ps->nruns };
+	struct buf s = { 0 };
+	size_t at;
+
+	buf_put(b, &h, sizeof(h));
+	at = buf_put(b, ps->vmas, sizeof(struct ibcr_vma) * ps->nvmas);
+	for (uint32_t i = 0; i < ps->nvmas; i++) {
+		struct ibcr_vma *v = (struct ibcr_vma *)(b->p + at) + i;
+
+		v->name_off = (uint32_t)buf_str(&s, ps->vma_names[i]);
+	}
+	buf_put(b, ps->runs, sizeof(struct ibcr_run) * ps->nruns);
+	((struct ibcr_vmas_hdr *)b->p)->strtab_size = (uint32_t)s.len;
+	buf_put(b, s.p, s.len);
+	buf_free(&s);
+}

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ibcr image format, version 1: the on-disk records.
+ *
+ * docs/image-format.md is the reference; this header must agree with it.
+ * All integers are little-endian (both supported architectures are), all
+ * records have fixed sizes and explicit padding so that the saver (glibc),
+ * the loader (musl) and the freestanding restore core see the same layout.
+ */
+#ifndef IBCR_IMAGE_H
+#define IBCR_IMAGE_H
+
+#include <stdint.h>
+
+#define IBCR_MAGIC "IBCRIMG\n"
+#define IBCR_VERSION 1
+
+enum ibcr_arch {
+	IBCR_ARCH_X86_64 = 1,
+	IBCR_ARCH_AARCH64 = 2,
+};
+
+/* File header, at offset 0. */
+struct ibcr_file_hdr {
+	char magic[8];
+	uint32_t version;
+	uint32_t arch;		/* enum ibcr_arch */
+	uint32_t page_size;
+	uint32_t flags;		/* none defined in version 1: must be 0 */
+	uint32_t nprocs;	/* processes in this image */
+	uint32_t hdr_size;	/* sizeof(struct ibcr_file_hdr) */
+	uint64_t created_ns;	/* CLOCK_REALTIME when the image was made */
+	uint8_t reserved[20];
+	uint32_t crc;		/* CRC-32C of the 60 bytes before it */
+};
+
+enum ibcr_sec_type {
+	IBCR_SEC_PROC = 1,	/* struct ibcr_proc + strings */
+	IBCR_SEC_THREAD = 2,	/* struct ibcr_thread + registers + siginfos */
+	IBCR_SEC_SIGACT = 3,	/* struct ibcr_sigaction[IBCR_NSIG] */
+	IBCR_SEC_FILES = 4,	/* struct ibcr_files_hdr + fds + strings */
+	IBCR_SEC_PAGES = 5,	/* page data of every region of one process */
+	IBCR_SEC_VMAS = 6,	/* struct ibcr_vmas_hdr + vmas + runs + strings */
+	IBCR_SEC_OPAQUE = 7,	/* owned by a named stage (e.g. "verbs") */
+	IBCR_SEC_END = 0x7fff,	/* last section: marks a complete image */
+};
+
+#define IBCR_SEC_MAGIC 0x43455349u /* "ISEC" */
+#define IBCR_PROC_NONE 0xffffffffu  /* section belongs to no process */
+
+/* Section flags. */
+#define IBCR_SECF_CRC_PER_REGION 0x1 /* PAGES: data_crc unused, see vmas */
+
+/*
+ * Every section starts with this header. The payload follows after `pad`
+ * zero bytes; PAGES sections use the padding to start their payload on a
+ * page boundary, so that page data can be read (or mapped) in place.
+ */
+struct ibcr_sec_hdr {
+	uint32_t magic;		/* IBCR_SEC_MAGIC */
+	uint32_t type;		/* enum ibcr_sec_type */
+	uint32_t proc;		/* owning process index, or IBCR_PROC_NONE */
+	uint32_t flags;
+	uint64_t size;		/* payload bytes */
+	uint32_t pad;		/* zero bytes between header and payload */
+	uint32_t data_crc;	/* CRC-32C of the payload */
+	char name[24];		/* owner of an OPAQUE section, else empty */
+	uint32_t reserved;
+	uint32_t hdr_crc;	/* CRC-32C of the 60 bytes before it */
+};
+
+/* END section payload. */
+struct ibcr_end {
+	uint64_t nsections;	/* sections before this one */
+	uint64_t file_size;	/* offset of this section's header */
+};
+
+#define IBCR_NSIG 64
+#define IBCR_RLIM_NLIMITS 16
+#define IBCR_MAX_AUXV 64	/* 64-bit words, as the kernel's saved_auxv */
+
+/* Process flags. */
+#define IBCR_PROCF_SECCOMP 0x1	/* had a seccomp filter (not restored) */
+
+/*
+ * PROC section: one per process, the first section of that process.
+ * Strings (exe, cwd, cmdline) live after the fixed part, at the offsets
+ * given, each NUL-terminated; cmdline is informational (the real argv is
+ * in the restored stack memory).
+ */
+struct ibcr_proc {
+	int32_t pid, ppid, pgid, sid;
+	uint32_t nthreads;
+	uint32_t umask;
+	uint32_t personality;
+	uint32_t flags;		/* IBCR_PROCF_* */
+	uint32_t uid[4];	/* real, effective, saved, filesystem */
+	uint32_t gid[4];
+	uint32_t ngroups;
+	uint32_t groups[32];
+	uint32_t auxv_words;	/* used entries of auxv[] */
+	/* mm fields, as PR_SET_MM_MAP takes them */
+	uint64_t start_code, end_code, start_data, end_data;
+	uint64_t start_brk, brk, start_stack;
+	uint64_t arg_start, arg_end, env_start, env_end;
+	uint64_t auxv[IBCR_MAX_AUXV];
+	uint64_t rlim[IBCR_RLIM_NLIMITS][2];	/* soft, hard */
+	uint64_t itimer[3][4];	/* REAL, VIRTUAL, PROF: interval s/us, value s/us */
+	uint32_t exe_off, cwd_off, cmdline_off, cmdline_len;
+	char comm[16];
+	/* exe identity, to refuse a changed binary */
+	uint64_t exe_ino, exe_dev, exe_size, exe_mtime_ns;
+};
+
+/* How the restore writes the thread's TID at clear_child_tid. */
+enum ibcr_ctid_mode {
+	IBCR_CTID_NONE = 0,	/* kernel clears it at exit; nothing cached */
+	IBCR_CTID_CACHE = 1,	/* libc caches the TID there (glibc): write it */
+};
+
+/*
+ * THREAD section: one per thread, the main thread first. After the fixed
+ * part come gpregs_size bytes of general registers (the arch's
+ * NT_PRSTATUS layout), fpregs_size bytes of FP/SIMD state (x86_64:
+ * NT_X86_XSTATE, aarch64: NT_PRFPREG) and nsiginfo pending siginfos of
+ * 128 bytes each (per-thread queue; the process-wide queue is on the main
+ * thread with IBCR_THREADF_SHARED_SIG set on each entry's record below).
+ *
+ * Registers are stored ready to resume: when the checkpoint interrupted a
+ * system call that the kernel would restart, the program counter is moved
+ * back onto the system call instruction and the number/argument register
+ * restored, so resuming re-executes it (syscall_nr/syscall_ret say which).
+ */
+struct ibcr_thread {
+	int32_t tid;
+	uint32_t flags;
+	uint64_t sigmask;	/* blocked signals */
+	uint64_t clear_child_tid;
+	uint32_t ctid_mode;	/* enum ibcr_ctid_mode */
+	uint32_t rseq_len;
+	uint64_t rseq_ptr;
+	uint32_t rseq_sig;
+	uint32_t altstack_flags;
+	uint64_t altstack_sp, altstack_size;
+	uint64_t robust_list, robust_len;
+	int64_t syscall_nr;	/* interrupted syscall, or -1 */
+	int64_t syscall_ret;	/* what the kernel had in the return register */
+	uint64_t tls[2];	/* aarch64: tpidr_el0, tpidr2_el0; x86: unused */
+	char comm[16];
+	uint32_t gpregs_size;
+	uint32_t fpregs_size;
+	uint32_t nsiginfo;	/* per-thread pending */
+	uint32_t nsiginfo_shared; /* process-wide pending, after the above */
+};
+
+#define IBCR_SIGINFO_SIZE 128
+
+/* SIGACT section: IBCR_NSIG entries, signal n at index n-1. */
+struct ibcr_sigaction {
+	uint64_t handler;
+	uint64_t flags;
+	uint64_t restorer;
+	uint64_t mask;
+};
+
+/* FILES section. */
+enum ibcr_fd_kind {
+	IBCR_FD_REG = 1,	/* regular file: reopened by path at pos */
+	IBCR_FD_DIR = 2,	/* directory: reopened by path */
+	IBCR_FD_CHR = 3,	/* stateless character device: reopened by path */
+	IBCR_FD_STDIO = 4,	/* tty/pipe/socket on 0-2: rebound to loader's */
+};
+
+struct ibcr_fd {
+	int32_t fd;
+	uint32_t kind;		/* enum ibcr_fd_kind */
+	uint32_t flags;		/* open(2) flags as /proc/PID/fdinfo shows */
+	uint32_t cloexec;
+	uint64_t pos;
+	uint64_t ino, dev, size, mtime_ns;	/* identity at checkpoint */
+	uint32_t mode;		/* st_mode */
+	uint32_t path_off;	/* string offset in the section */
+};
+
+struct ibcr_files_hdr {
+	uint32_t nfds;
+	uint32_t strtab_size;
+	/* struct ibcr_fd[nfds], then the string table */
+};
+
+/* VMAS section. */
+enum ibcr_vma_kind {
+	IBCR_VMA_ANON = 1,	/* private anonymous (incl. [heap], [stack]) */
+	IBCR_VMA_FILE = 2,	/* file mapping, private or shared */
+	IBCR_VMA_SHMEM = 3,	/* shared anonymous memory */
+	IBCR_VMA_SPECIAL = 4,	/* kernel-owned: [vdso], [vvar], ... */
+	IBCR_VMA_DEVICE = 5,	/* owned by a stage (verbs): not restored */
+};
+
+/* VMA flags. */
+#define IBCR_VMAF_SHARED 0x1
+#define IBCR_VMAF_GROWSDOWN 0x2
+#define IBCR_VMAF_HEAP 0x4
+#define IBCR_VMAF_STACK 0x8
+#define IBCR_VMAF_DELETED 0x10	/* backing file was deleted */
+
+/* madvise state (from smaps VmFlags). */
+#define IBCR_MADV_HUGEPAGE 0x1
+#define IBCR_MADV_NOHUGEPAGE 0x2
+#define IBCR_MADV_DONTDUMP 0x4
+#define IBCR_MADV_DONTFORK 0x8
+#define IBCR_MADV_WIPEONFORK 0x10
+#define IBCR_MADV_MERGEABLE 0x20
+
+struct ibcr_vma {
+	uint64_t start, end;
+	uint64_t pgoff;		/* file offset in bytes */
+	uint32_t prot;		/* PROT_* */
+	uint32_t flags;		/* IBCR_VMAF_* */
+	uint32_t kind;		/* enum ibcr_vma_kind */
+	uint32_t madv;		/* IBCR_MADV_* */
+	uint32_t name_off;	/* path or [name], in the string table */
+	uint32_t data_crc;	/* CRC-32C of this region's page data */
+	uint64_t run0, nruns;	/* its runs in the run table */
+	uint64_t data_off;	/* its page data, from the PAGES payload start */
+	uint64_t data_len;
+	uint64_t file_ino, file_dev, file_size, file_mtime_ns;
+};
+
+/* A run of stored pages: [addr, addr + npages * page_size). */
+struct ibcr_run {
+	uint64_t addr;
+	uint64_t npages;
+};
+
+struct ibcr_vmas_hdr {
+	uint32_t nvmas;
+	uint32_t strtab_size;
+	uint64_t nruns;
+	/* struct ibcr_vma[nvmas], struct ibcr_run[nruns], string table */
+};
+
+#endif

@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Decoding of one process's sections, with every offset, count and
+ * string checked against its section, and the memory map checked for
+ * order, bounds and page data that is really there.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "crc32c.h"
+#include "image_io.h"
+
+/* A string at `off` of a table of `size` bytes must end inside it. */
+static const char *str_at(const uint8_t *tab, uint64_t size, uint64_t off)
+{
+	if (off >= size || !memchr(tab + off, 0, size - off))
+		return NULL;
+	return (const char *)tab + off;
+}
+
+#define BAD(what) ibcr_fail(e, "image %s: process %u: %s", r->path, proc, what)
+
+static int dec_proc(struct img_reader *r, uint32_t proc, const uint8_t *p,
+		    uint64_t n, struct ibcr_process_state *ps, struct ibcr_err *e)
+{
+	const uint8_t *tab = p + sizeof(struct ibcr_proc);
+	uint64_t tn = n - sizeof(struct ibcr_proc);
+	const char *exe, *cwd;
+
+	if (n < sizeof(struct ibcr_proc))
+		return BAD("PROC section too short");
+	memcpy(&ps->rec, p, sizeof(ps->rec));
+	exe = str_at(tab, tn, ps->rec.exe_off);
+	cwd = str_at(tab, tn, ps->rec.cwd_off);
+	if (!exe || !cwd || ps->rec.cmdline_off > tn ||
+	    ps->rec.cmdline_len > tn - ps->rec.cmdline_off)
+		return BAD("PROC strings out of bounds");
+	if (ps->rec.nthreads == 0 || ps->rec.nthreads > 65536 ||
+	    ps->rec.auxv_words > IBCR_MAX_AUXV || ps->rec.ngroups > 32)
+		return BAD("PROC counts out of range");
+	ps->exe = xstrdup(exe);
+	ps->cwd = xstrdup(cwd);
+	ps->cmdline = xmalloc(ps->rec.cmdline_len + 1);
+	memcpy(ps->cmdline, tab + ps->rec.cmdline_off, ps->rec.cmdline_len);
+	ps->cmdline[ps->rec.cmdline_len] = 0;
+	return 0;
+}
+
+static int dec_thread(struct img_reader *r, uint32_t proc, const uint8_t *p,
+		      uint64_t n, struct ibcr_thread_state *t, struct ibcr_err *e)
+{
+	uint64_t need;
+
+	if (n < sizeof(t->rec))
+		return BAD("THREAD section too short");
+	memcpy(&t->rec, p, sizeof(t->rec));
+	if (t->rec.gpregs_size == 0 || t->rec.gpregs_size > 4096 ||
+	    t->rec.fpregs_size > 65536 || t->rec.nsiginfo > 65536 ||
+	    t->rec.nsiginfo_shared > 65536)
+		return BAD("THREAD sizes out of range");
+	need = sizeof(t->rec) + t->rec.gpregs_size + t->rec.fpregs_size +
+	       (uint64_t)(t->rec.nsiginfo + t->rec.nsiginfo_shared) * IBCR_SIGINFO_SIZE;
+	if (need != n)
+		return BAD("THREAD section size does not match its contents");
+	p += sizeof(t->rec);
+	t->gpregs = xmalloc(t->rec.gpregs_size);
+	memcpy(t->gpregs, p, t->rec.gpregs_size);
+	p += t->rec.gpregs_size;
+	t->fpregs = xmalloc(t->rec.fpregs_size);
+	memcpy(t->fpregs, p, t->rec.fpregs_size);
+	p += t->rec.fpregs_size;
+	need = (uint64_t)(t->rec.nsiginfo + t->rec.nsiginfo_shared) * IBCR_SIGINFO_SIZE;
+	t->siginfo = xmalloc(need);
+	memcpy(t->siginfo, p, need);
+	return 0;
+}
+
+static int dec_files(struct img_reader *r, uint32_t proc, const uint8_t *p,
+		     uint64_t n, struct ibcr_process_state *ps, struct ibcr_err *e)
+{
+	struct ibcr_files_hdr h;
+	const uint8_t *tab;
+
+	if (n < sizeof(h))
+		return BAD("FILES section too short");
+	memcpy(&h, p, sizeof(h));
+	if (h.nfds > 1u << 20 ||
+	    sizeof(h) + (uint64_t)h.nfds * sizeof(struct ibcr_fd) + h.strtab_size != n)
+		return BAD("FILES section size does not match its contents");
+	ps->nfds = h.nfds;
+	ps->fds = xcalloc(h.nfds, sizeof(struct ibcr_fd));
+	ps->fd_paths = xcalloc(h.nfds, sizeof(char *));
+	memcpy(ps->fds, p + sizeof(h), h.nfds * sizeof(struct ibcr_fd));
+	tab = p + sizeof(h) + h.nfds * sizeof(struct ibcr_fd);
+	for (uint32_t i = 0; i < h.nfds; i++) {
+		const char *s = str_at(tab, h.strtab_size, ps->fds[i].path_off);
+
+		if (!s || ps->fds[i].fd < 0 ||
+		    (i && ps->fds[i].fd <= ps->fds[i - 1].fd))
+			return BAD("FILES entry malformed");
+		ps->fd_paths[i] = xstrdup(s);
+	}
+	return 0;
+}
+
+static int check_vma(struct img_reader *r, uint32_t proc,
+		     struct ibcr_process_state *ps, uint32_t i, struct ibcr_err *e)
+{
+	const struct ibcr_vma *v = &ps->vmas[i];
+	uint64_t pg = r->hdr.page_size, pages = 0, prev_end = v->start;
+
+	if (v->start >= v->end || v->start % pg || v->end % pg ||
+	    (i && v->start < ps->vmas[i - 1].end))
+		return ibcr_fail(e, "image %s: process %u: region %u %#llx-%#llx is out "
+				 "of order or misaligned", r->path, proc, i,
+				 (unsigned long long)v->start, (unsigned long long)v->end);
+	if (v->run0 > ps->nruns || v->nruns > ps->nruns - v->run0)
+		return BAD("region run table out of bounds");
+	for (uint64_t k = v->run0; k < v->run0 + v->nruns; k++) {
+		const struct ibcr_run *run = &ps->runs[k];
+
+		if (run->addr % pg || run->addr < prev_end || run->npages == 0 ||
+		    run->npages > (v->end - run->addr) / pg)
+			return ibcr_fail(e, "image %s: process %u: region %#llx-%#llx: "
+					 "page run %#llx+%llu out of bounds", r->path,
+					 proc, (unsigned long long)v->start,
+					 (unsigned long long)v->end,
+					 (unsigned long long)run->addr,
+					 (unsigned long long)run->npages);
+		prev_end = run->addr + run->npages * pg;
+		pages += run->npages;
+	}
+	if (pages * pg != v->data_len || v->data_off % pg ||
+	    v->data_off > ps->pages_size || v->data_len > ps->pages_size - v->data_off)
+		return ibcr_fail(e, "image %s: process %u: region %#llx-%#llx: its page "
+				 "data is missing from the image", r->path, proc,
+				 (unsigned long long)v->start, (unsigned long long)v->end);
+	return 0;
+}
+
+static int dec_vmas(struct img_reader *r, uint32_t proc, const uint8_t *p,
+		    uint64_t n, struct ibcr_process_state *ps, struct ibcr_err *e)
+{
+	struct ibcr_vmas_hdr h;
+	const uint8_t *tab;
+	uint64_t fixed;
+
+	if (n < sizeof(h))
+		return BAD("VMAS section too short");
+	memcpy(&h, p, sizeof(h));
+	fixed = sizeof(h) + (uint64_t)h.nvmas * sizeof(struct ibcr_vma) +
+		h.nruns * sizeof(struct ibcr_run);
+	if (h.nvmas > 1u << 20 || h.nruns > 1ull << 32 || fixed + h.strtab_size != n)
+		return BAD("VMAS section size does not match its contents");
+	ps->nvmas = h.nvmas;
+	ps->nruns = h.nruns;
+	ps->vmas = xcalloc(h.nvmas, sizeof(struct ibcr_vma));
+	ps->vma_names = xcalloc(h.nvmas, sizeof(char *));
+	ps->runs = xcalloc(h.nruns, sizeof(struct ibcr_run));
+	p += sizeof(h);
+	memcpy(ps->vmas, p, h.nvmas * sizeof(struct ibcr_vma));
+	p += h.nvmas * sizeof(struct ibcr_vma);
+	memcpy(ps->runs, p, h.nruns * sizeof(struct ibcr_run));
+	tab = p + h.nruns * sizeof(struct ibcr_run);
+	for (uint32_t i = 0; i < h.nvmas; i++) {
+		const char *s = str_at(tab, h.strtab_size, ps->vmas[i].name_off);
+
+		if (!s)
+			return BAD("VMAS name out of bounds");
+		ps->vma_names[i] = xstrdup(s);
+		if (check_vma(r, proc, ps, i, e))
+			return -1;
+	}
+	return 0;
+}
+
+static int dec_opaque(const struct img_section *s, const uint8_t *p,
+		      struct ibcr_process_state *ps)
+{
+	struct ibcr_opaque *o;
+
+	ps->opaque = xrealloc(ps->opaque, sizeof(*o) * (ps->nopaque + 1));
+	o = &ps->opaque[ps->nopaque++];
+	memcpy(o->name, s->h.name, sizeof(o->name));
+	o->name[sizeof(o->name) - 1] = 0;
+	o->size = s->h.size;
+	o->data = xmalloc(s->h.size + 1);
+	memcpy(o->data, p, s->h.size);
+	return 0;
+}
+
+static int dec_one(struct img_reader *r, uint32_t proc, uint32_t idx,
+		   const uint8_t *p, struct ibcr_process_state *ps,
+		   uint32_t *nthreads, struct ibcr_err *e)
+{
+	const struct img_section *s = &r->secs[idx];
+
+	switch (s->h.type) {
+	case IBCR_SEC_PROC:
+		if (ps->threads)
+			return BAD("two PROC sections");
+		if (dec_proc(r, proc, p, s->h.size, ps, e))
+			return -1;
+		ps->threads = xcalloc(ps->rec.nthreads, sizeof(*ps->threads));
+		return 0;
+	case IBCR_SEC_THREAD:
+		if (!ps->threads || *nthreads >= ps->rec.nthreads)
+			return BAD("THREAD section out of place");
+		return dec_thread(r, proc, p, s->h.size, &ps->threads[(*nthreads)++], e);
+	case IBCR_SEC_SIGACT:
+		if (s->h.size != sizeof(ps->sigact))
+			return BAD("SIGACT section has the wrong size");
+		memcpy(ps->sigact, p, sizeof(ps->sigact));
+		return 0;
+	case IBCR_SEC_FILES:
+		return dec_files(r, proc, p, s->h.size, ps, e);
+	case IBCR_SEC_VMAS:
+		return dec_vmas(r, proc, p, s->h.size, ps, e);
+	case IBCR_SEC_OPAQUE:
+		return dec_opaque(s, p, ps);
+	}
+	return ibcr_fail(e, "image %s: section %u has unknown type %u", r->path, idx,
+			 s->h.type);
+}
+
+int imgr_load_process(struct img_reader *r, uint32_t proc,
+		      struct ibcr_process_state *ps, struct ibcr_err *e)
+{
+	uint32_t nthreads = 0, seen = 0;
+	enum { S_PROC = 1, S_SIG = 2, S_FILES = 4, S_PAGES = 8, S_VMAS = 16 };
+
+	memset(ps, 0, sizeof(*ps));
+	for (uint32_t i = 0; i < r->nsecs; i++) {
+		const struct img_section *s = &r->secs[i];
+		uint8_t *p;
+
+		if (s->h.proc != proc)
+			continue;
+		if (s->h.type == IBCR_SEC_PAGES) {
+			/* page data is checked region by region as it is read */
+			ps->pages_off = s->payload;
+			ps->pages_size = s->h.size;
+			seen |= S_PAGES;
+			continue;
+		}
+		if (imgr_payload(r, i, &p, e))
+			goto fail;
+		if (dec_one(r, proc, i, p, ps, &nthreads, e)) {
+			free(p);
+			goto fail;
+		}
+		free(p);
+		seen |= s->h.type == IBCR_SEC_PROC ? S_PROC :
+			s->h.type == IBCR_SEC_SIGACT ? S_SIG :
+			s->h.type == IBCR_SEC_FILES ? S_FILES :
+			s->h.type == IBCR_SEC_VMAS ? S_VMAS : 0;
+	}
+	if (seen != (S_PROC | S_SIG | S_FILES | S_PAGES | S_VMAS) ||
+	    nthreads != ps->rec.nthreads) {
+		ibcr_fail(e, "image %s: process %u is incomplete (sections missing)",
+			  r->path, proc);
+		goto fail;
+	}
+	return 0;
+fail:
+	ibcr_process_free(ps);
+	return -1;
+}
+
+int imgr_verify_pages(struct img_reader *r, const struct ibcr_process_state *ps,
+		      struct ibcr_err *e)
+{
+	size_t cap = 1u << 20;
+	uint8_t *buf = xmalloc(cap);
+	int rc = 0;
+
+	for (uint32_t i = 0; i < ps->nvmas && !rc; i++) {
+		const struct ibcr_vma *v = &ps->vmas[i];
+		uint32_t crc = 0;
+
+		for (uint64_t done = 0; done < v->data_len; ) {
+			size_t k = v->data_len - done < cap ? v->data_len - done : cap;
+			ssize_t got = pread(r->fd, buf, k,
+					    (off_t)(ps->pages_off + v->data_off + done));
+
+			if (got <= 0) {
+				rc = ibcr_fail_errno(e, got ? errno : EIO,
+						     "image %s: reading region %#llx-%#llx",
+						     r->path, (unsigned long long)v->start,
+						     (unsigned long long)v->end);
+				break;
+			}
+			crc = crc32c(crc, buf, (size_t)got);
+			done += (uint64_t)got;
+		}
+		if (!rc && crc != v->data_crc)
+			rc = ibcr_fail(e, "image %s: region %#llx-%#llx (%s): page data is "
+				       "corrupt (CRC mismatch)", r->path,
+				       (unsigned long long)v->start,
+				       (unsigned long long)v->end, ps->vma_names[i]);
+	}
+	free(buf);
+	return rc;
+}
+
+void ibcr_process_free(struct ibcr_process_state *ps)
+{
+	if (ps->threads)
+		for (uint32_t i = 0; i < ps->rec.nthreads; i++) {
+			free(ps->threads[i].gpregs);
+			free(ps->threads[i].fpregs);
+			free(ps->threads[i].siginfo);
+		}
+	for (uint32_t i = 0; ps->fd_paths && i < ps->nfds; i++)
+		free(ps->fd_paths[i]);
+	for (uint32_t i = 0; ps->vma_names && i < ps->nvmas; i++)
+		free(ps->vma_names[i]);
+	for (uint32_t i = 0; i < ps->nopaque; i++)
+		free(ps->opaque[i].data);
+	free(ps->threads);
+	free(ps->fds);
+	free(ps->fd_paths);
+	free(ps->vmas);
+	free(ps->vma_names);
+	free(ps->runs);
+	free(ps->opaque);
+	free(ps->exe);
+	free(ps->cwd);
+	free(ps->cmdline);
+	memset(ps, 0, sizeof(*ps));
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef IBCR_IMAGE_IO_H
+#define IBCR_IMAGE_IO_H
+
+#include <stdint.h>
+
+#include "err.h"
+#include "image.h"
+#include "model.h"
+
+/*
+ * Writing: sections go to "<path>.tmp.<pid>" through a buffer; the
+ * image appears under its name only in imgw_commit, after the END
+ * section is written and the file and its directory are synced. Any
+ * failure leaves no file that looks like an image (imgw_abort unlinks).
+ */
+struct img_writer {
+	int fd;
+	char *path, *tmp;
+	uint64_t off;		/* logical end of the file */
+	uint64_t nsections;
+	uint8_t *wbuf;
+	size_t wlen;
+	/* the section being streamed, if any */
+	int streaming;
+	uint64_t sec_off;
+	struct ibcr_sec_hdr sec;
+	uint32_t sec_crc;
+};
+
+int imgw_open(struct img_writer *w, const char *path, uint32_t arch,
+	      uint32_t nprocs, struct ibcr_err *e);
+int imgw_section(struct img_writer *w, uint32_t type, uint32_t proc,
+		 const char *name, const void *payload, uint64_t size,
+		 struct ibcr_err *e);
+/* A section whose payload is streamed; `align` aligns the payload start. */
+int imgw_begin(struct img_writer *w, uint32_t type, uint32_t proc,
+	       uint32_t flags, uint32_t align, struct ibcr_err *e);
+int imgw_data(struct img_writer *w, const void *data, uint64_t len,
+	      struct ibcr_err *e);
+int imgw_end(struct img_writer *w, struct ibcr_err *e);
+/* Offset of the next payload byte, relative to the open section's payload. */
+uint64_t imgw_payload_pos(const struct img_writer *w);
+int imgw_commit(struct img_writer *w, struct ibcr_err *e);
+void imgw_abort(struct img_writer *w);
+
+/* Reading. */
+struct img_section {
+	struct ibcr_sec_hdr h;
+	uint64_t off;		/* header offset */
+	uint64_t payload;	/* payload offset */
+};
+
+struct img_reader {
+	int fd;
+	char *path;
+	uint64_t size;
+	struct ibcr_file_hdr hdr;
+	uint32_t nsecs;
+	struct img_section *secs;
+};
+
+/*
+ * Opens an image and checks its whole structure without reading page
+ * data: header, every section header and its bounds, the END section.
+ * Does not judge the architecture: callers that restore check hdr.arch.
+ */
+int imgr_open(struct img_reader *r, const char *path, struct ibcr_err *e);
+void imgr_close(struct img_reader *r);
+/* Reads a section's payload (malloc'd) and checks its CRC. */
+int imgr_payload(struct img_reader *r, uint32_t idx, uint8_t **out,
+		 struct ibcr_err *e);
+/* Decodes and checks every metadata section of process `proc`. */
+int imgr_load_process(struct img_reader *r, uint32_t proc,
+		      struct ibcr_process_state *ps, struct ibcr_err *e);
+/* Reads every region's page data and checks its CRC. */
+int imgr_verify_pages(struct img_reader *r, const struct ibcr_process_state *ps,
+		      struct ibcr_err *e);
+
+const char *ibcr_sec_type_name(uint32_t type);
+const char *ibcr_arch_name(uint32_t arch);
+/* The architecture this program was built for. */
+uint32_t ibcr_host_arch(void);
+
+/* Encoders used by the saver: build one section's payload. */
+struct buf;
+void enc_proc(struct buf *b, const struct ibcr_process_state *ps);
+void enc_thread(struct buf *b, const struct ibcr_thread_state *t);
+void enc_files(struct buf *b, const struct ibcr_process_state *ps);
+void enc_vmas(struct buf *b, const struct ibcr_process_state *ps);
+
+#endif

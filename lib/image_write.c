@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: MIT
+/* Image writer: buffered, temp file + rename, see image_io.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "crc32c.h"
+#include "image_io.h"
+
+#define WBUF_SIZE (1u << 20)
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *c = p;
+
+	while (n) {
+		ssize_t k = write(fd, c, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -1;
+		if (k == 0) {
+			errno = ENOSPC;
+			return -1;
+		}
+		c += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static int flush(struct img_writer *w, struct ibcr_err *e)
+{
+	if (w->wlen && write_all(w->fd, w->wbuf, w->wlen))
+		return ibcr_fail_errno(e, errno, "writing image %s", w->path);
+	w->wlen = 0;
+	return 0;
+}
+
+static int put(struct img_writer *w, const void *p, uint64_t n,
+	       struct ibcr_err *e)
+{
+	if (w->wlen + n > WBUF_SIZE) {
+		if (flush(w, e))
+			return -1;
+		if (n >= WBUF_SIZE) {
+			if (write_all(w->fd, p, n))
+				return ibcr_fail_errno(e, errno, "writing image %s",
+						       w->path);
+			w->off += n;
+			return 0;
+		}
+	}
+	memcpy(w->wbuf + w->wlen, p, n);
+	w->wlen += n;
+	w->off += n;
+	return 0;
+}
+
+static int put_zeros(struct img_writer *w, uint64_t n, struct ibcr_err *e)
+{
+	static const uint8_t zeros[4096];
+
+	while (n) {
+		uint64_t k = n < sizeof(zeros) ? n : sizeof(zeros);
+
+		if (put(w, zeros, k, e))
+			return -1;
+		n -= k;
+	}
+	return 0;
+}
+
+static void seal_sec(struct ibcr_sec_hdr *h)
+{
+	h->hdr_crc = crc32c(0, h, offsetof(struct ibcr_sec_hdr, hdr_crc));
+}
+
+int imgw_open(struct img_writer *w, const char *path, uint32_t arch,
+	      uint32_t nprocs, struct ibcr_err *e)
+{
+	struct ibcr_file_hdr h;
+	struct timespec ts;
+	size_t n;
+
+	memset(w, 0, sizeof(*w));
+	w->path = xstrdup(path);
+	n = strlen(path) + 32;
+	w->tmp = xmalloc(n);
+	snprintf(w->tmp, n, "%s.tmp.%d", path, (int)getpid());
+	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (w->fd < 0) {
+		ibcr_fail_errno(e, errno, "creating image %s", w->tmp);
+		free(w->path);
+		free(w->tmp);
+		return -1;
+	}
+	w->wbuf = xmalloc(WBUF_SIZE);
+
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, IBCR_MAGIC, 8);
+	h.version = IBCR_VERSION;
+	h.arch = arch;
+	h.page_size = (uint32_t)sysconf(_SC_PAGESIZE);
+	h.nprocs = nprocs;
+	h.hdr_size = sizeof(h);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	h.created_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	h.crc = crc32c(0, &h, offsetof(struct ibcr_file_hdr, crc));
+	if (put(w, &h, sizeof(h), e)) {
+		imgw_abort(w);
+		return -1;
+	}
+	return 0;
+}
+
+static uint32_t pad_for(uint64_t off, uint32_t align)
+{
+	uint64_t start = off + sizeof(struct ibcr_sec_hdr);
+
+	if (align <= 1)
+		return 0;
+	return (uint32_t)((align - start % align) % align);
+}
+
+static void fill_hdr(struct ibcr_sec_hdr *h, uint32_t type, uint32_t proc,
+		     const char *name)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = IBCR_SEC_MAGIC;
+	h->type = type;
+	h->proc = proc;
+	if (name)
+		strncpy(h->name, name, sizeof(h->name) - 1);
+}
+
+/* Sections start 8-byte aligned so records can be read in place. */
+static int align8(struct img_writer *w, struct ibcr_err *e)
+{
+	return put_zeros(w, (8 - w->off % 8) % 8, e);
+}
+
+int imgw_section(struct img_writer *w, uint32_t type, uint32_t proc,
+		 const char *name, const void *payload, uint64_t size,
+		 struct ibcr_err *e)
+{
+	struct ibcr_sec_hdr h;
+
+	if (align8(w, e))
+		return -1;
+	fill_hdr(&h, type, proc, name);
+	h.size = size;
+	h.data_crc = crc32c(0, payload, size);
+	seal_sec(&h);
+	if (put(w, &h, sizeof(h), e) || put(w, payload, size, e))
+		return -1;
+	w->nsections++;
+	return 0;
+}
+
+int imgw_begin(struct img_writer *w, uint32_t type, uint32_t proc,
+	       uint32_t flags, uint32_t align, struct ibcr_err *e)
+{
+	if (align8(w, e))
+		return -1;
+	fill_hdr(&w->sec, type, proc, NULL);
+	w->sec.flags = flags;
+	w->sec.pad = pad_for(w->off, align);
+	w->sec_off = w->off;
+	w->sec_crc = 0;
+	w->streaming = 1;
+	/* The header is rewritten with size and CRC in imgw_end. */
+	if (put(w, &w->sec, sizeof(w->sec), e) || put_zeros(w, w->sec.pad, e))
+		return -1;
+	return 0;
+}
+
+uint64_t imgw_payload_pos(const struct img_writer *w)
+{
+	return w->off - w->sec_off - sizeof(struct ibcr_sec_hdr) - w->sec.pad;
+}
+
+int imgw_data(struct img_writer *w, const void *data, uint64_t len,
+	      struct ibcr_err *e)
+{
+	if (!(w->sec.flags & IBCR_SECF_CRC_PER_REGION))
+		w->sec_crc = crc32c(w->sec_crc, data, len);
+	return put(w, data, len, e);
+}
+
+int imgw_end(struct img_writer *w, struct ibcr_err *e)
+{
+	w->sec.size = imgw_payload_pos(w);
+	w->sec.data_crc = w->sec_crc;
+	seal_sec(&w->sec);
+	w->streaming = 0;
+	if (flush(w, e))
+		return -1;
+	if (pwrite(w->fd, &w->sec, sizeof(w->sec), (off_t)w->sec_off) !=
+	    (ssize_t)sizeof(w->sec))
+		return ibcr_fail_errno(e, errno, "writing image %s", w->path);
+	w->nsections++;
+	return 0;
+}
+
+static int sync_dir(const char *path, struct ibcr_err *e)
+{
+	char *copy = xstrdup(path);
+	int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = 0;
+
+	if (fd < 0 || fsync(fd))
+		rc = ibcr_fail_errno(e, errno, "syncing directory of %s", path);
+	if (fd >= 0)
+		close(fd);
+	free(copy);
+	return rc;
+}
+
+int imgw_commit(struct img_writer *w, struct ibcr_err *e)
+{
+	struct ibcr_end end;
+
+	if (align8(w, e))
+		goto fail;
+	end.nsections = w->nsections;
+	end.file_size = w->off;
+	if (imgw_section(w, IBCR_SEC_END, IBCR_PROC_NONE, NULL, &end,
+			 sizeof(end), e) ||
+	    flush(w, e))
+		goto fail;
+	if (fsync(w->fd)) {
+		ibcr_fail_errno(e, errno, "syncing image %s", w->tmp);
+		goto fail;
+	}
+	if (close(w->fd)) {
+		w->fd = -1;
+		ibcr_fail_errno(e, errno, "closing image %s", w->tmp);
+		goto fail;
+	}
+	w->fd = -1;
+	if (rename(w->tmp, w->path)) {
+		ibcr_fail_errno(e, errno, "renaming %s to %s", w->tmp, w->path);
+		goto fail;
+	}
+	/* On failure the image is complete; only its durability is unsure. */
+	int rc = sync_dir(w->path, e);
+
+	free(w->wbuf);
+	free(w->tmp);
+	free(w->path);
+	return rc;
+fail:
+	imgw_abort(w);
+	return -1;
+}
+
+void imgw_abort(struct img_writer *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	w->fd = -1;
+	if (w->tmp)
+		unlink(w->tmp);
+	free(w->wbuf);
+	free(w->tmp);
+	free(w->path);
+	w->wbuf = NULL;
+	w->tmp = w->path = NULL;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef IBCR_MODEL_H
+#define IBCR_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "image.h"
+
+/*
+ * The in-memory picture of one checkpointed process: what the saver
+ * fills and encodes, and what the loader and ckpt-info decode and check.
+ * Records are the on-disk ones; variable parts are separate arrays.
+ */
+struct ibcr_thread_state {
+	struct ibcr_thread rec;
+	uint8_t *gpregs;	/* rec.gpregs_size bytes */
+	uint8_t *fpregs;	/* rec.fpregs_size bytes */
+	uint8_t *siginfo;	/* (nsiginfo + nsiginfo_shared) * 128 bytes */
+};
+
+struct ibcr_opaque {
+	char name[24];
+	uint8_t *data;
+	uint64_t size;
+};
+
+struct ibcr_process_state {
+	struct ibcr_proc rec;
+	char *exe, *cwd, *cmdline;	/* cmdline: NULs between arguments */
+	struct ibcr_thread_state *threads;	/* rec.nthreads */
+	struct ibcr_sigaction sigact[IBCR_NSIG];
+	uint32_t nfds;
+	struct ibcr_fd *fds;
+	char **fd_paths;
+	uint32_t nvmas;
+	struct ibcr_vma *vmas;
+	char **vma_names;
+	uint64_t nruns;
+	struct ibcr_run *runs;
+	uint64_t pages_off;	/* reader: file offset of the PAGES payload */
+	uint64_t pages_size;
+	uint32_t nopaque;
+	struct ibcr_opaque *opaque;
+};
+
+void ibcr_process_free(struct ibcr_process_state *ps);
+
+#endif

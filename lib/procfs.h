@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef IBCR_PROCFS_H
+#define IBCR_PROCFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+/* VmFlags from smaps, as bits. */
+#define VMF_GROWSDOWN 0x1	/* gd */
+#define VMF_HUGEPAGE 0x2	/* hg */
+#define VMF_NOHUGEPAGE 0x4	/* nh */
+#define VMF_DONTDUMP 0x8	/* dd */
+#define VMF_DONTFORK 0x10	/* dc */
+#define VMF_WIPEONFORK 0x20	/* wf */
+#define VMF_MERGEABLE 0x40	/* mg */
+#define VMF_IO 0x80		/* io */
+#define VMF_PFNMAP 0x100	/* pf */
+#define VMF_HUGETLB 0x200	/* ht */
+
+struct maps_entry {
+	uint64_t start, end, pgoff;
+	uint32_t prot;		/* PROT_* */
+	int shared;
+	unsigned dev_major, dev_minor;
+	uint64_t ino;
+	uint32_t vmflags;	/* VMF_*, with smaps only */
+	char *path;		/* "" when anonymous */
+};
+
+/*
+ * Reads /proc/PID/maps (pid 0: self), or smaps when with_flags, so that
+ * vmflags is filled. *out is malloc'd; free with maps_free.
+ */
+int maps_read(pid_t pid, int with_flags, struct maps_entry **out, size_t *n,
+	      struct ibcr_err *e);
+void maps_free(struct maps_entry *m, size_t n);
+
+/* Reads a whole /proc file; *out is malloc'd and NUL-terminated. */
+int proc_read(const char *path, char **out, size_t *len, struct ibcr_err *e);
+
+#endif

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+#include <elf.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+
+#include "ptrace_util.h"
+
+#ifndef PTRACE_GETSIGMASK
+#define PTRACE_GETSIGMASK 0x420a
+#define PTRACE_SETSIGMASK 0x420b
+#endif
+#ifndef PTRACE_GET_SYSCALL_INFO
+#define PTRACE_GET_SYSCALL_INFO 0x420e
+#endif
+#define SYSINFO_ENTRY 1
+#define SYSINFO_EXIT 2
+
+/* The part of struct ptrace_syscall_info read here. */
+struct sysinfo_head {
+	uint8_t op;
+	uint8_t pad[3];
+	uint32_t arch;
+	uint64_t ip, sp;
+	uint64_t nr;	/* entry: syscall number; exit: return value */
+};
+
+/* glibc and musl disagree on ptrace's prototype; use the varargs form. */
+#define PT(req, tid, addr, data) \
+	ptrace((req), (pid_t)(tid), (void *)(uintptr_t)(addr), (void *)(uintptr_t)(data))
+
+int pt_seize(pid_t tid, unsigned long options, struct ibcr_err *e)
+{
+	if (PT(PTRACE_SEIZE, tid, 0, options))
+		return ibcr_fail_errno(e, errno, "thread %d: PTRACE_SEIZE", tid);
+	return 0;
+}
+
+int pt_wait(pid_t tid, int *status, struct ibcr_err *e)
+{
+	for (;;) {
+		pid_t w = waitpid(tid, status, __WALL);
+
+		if (w == tid)
+			break;
+		if (w < 0 && errno == EINTR)
+			continue;
+		return ibcr_fail_errno(e, errno, "thread %d: waiting for it to stop", tid);
+	}
+	if (WIFEXITED(*status) || WIFSIGNALED(*status))
+		return ibcr_fail(e, "thread %d: exited while being traced", tid);
+	return 0;
+}
+
+int pt_interrupt(pid_t tid, struct ibcr_err *e)
+{
+	int st;
+
+	if (PT(PTRACE_INTERRUPT, tid, 0, 0))
+		return ibcr_fail_errno(e, errno, "thread %d: PTRACE_INTERRUPT", tid);
+	for (;;) {
+		if (pt_wait(tid, &st, e))
+			return -1;
+		if ((st >> 16) == PTRACE_EVENT_STOP)
+			return 0;
+		/*
+		 * A signal was on its way in: let it be delivered (its
+		 * handler frame is set up, as without us) and take the
+		 * interrupt stop that follows.
+		 */
+		if (PT(PTRACE_CONT, tid, 0, WSTOPSIG(st)))
+			return ibcr_fail_errno(e, errno, "thread %d: PTRACE_CONT", tid);
+	}
+}
+
+int pt_getregset(pid_t tid, int type, void *buf, size_t *len, struct ibcr_err *e)
+{
+	struct iovec iov = { buf, *len };
+
+	if (PT(PTRACE_GETREGSET, tid, type, &iov))
+		return ibcr_fail_errno(e, errno, "thread %d: reading register set %#x",
+				       tid, type);
+	*len = iov.iov_len;
+	return 0;
+}
+
+int pt_setregset(pid_t tid, int type, const void *buf, size_t len,
+		 struct ibcr_err *e)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	if (PT(PTRACE_SETREGSET, tid, type, &iov))
+		return ibcr_fail_errno(e, errno, "thread %d: writing register set %#x",
+				       tid, type);
+	return 0;
+}
+
+int pt_getregs(pid_t tid, struct arch_gpregs *r, struct ibcr_err *e)
+{
+	size_t len = sizeof(*r);
+
+	if (pt_getregset(tid, NT_PRSTATUS, r, &len, e))
+		return -1;
+	if (len != sizeof(*r))
+		return ibcr_fail(e, "thread %d: unexpected register set size %zu",
+				 tid, len);
+	return 0;
+}
+
+int pt_setregs(pid_t tid, const struct arch_gpregs *r, struct ibcr_err *e)
+{
+	return pt_setregset(tid, NT_PRSTATUS, r, sizeof(*r), e);
+}
+
+int pt_getsigmask(pid_t tid, uint64_t *mask, struct ibcr_err *e)
+{
+	if (PT(PTRACE_GETSIGMASK, tid, sizeof(*mask), mask))
+		return ibcr_fail_errno(e, errno, "thread %d: reading signal mask", tid);
+	return 0;
+}
+
+int pt_setsigmask(pid_t tid, uint64_t mask, struct ibcr_err *e)
+{
+	if (PT(PTRACE_SETSIGMASK, tid, sizeof(mask), &mask))
+		return ibcr_fail_errno(e, errno, "thread %d: writing signal mask", tid);
+	return 0;
+}
+
+static int syscall_info(pid_t tid, struct sysinfo_head *si, struct ibcr_err *e)
+{
+	memset(si, 0, sizeof(*si));
+	if (PT(PTRACE_GET_SYSCALL_INFO, tid, sizeof(*si), si) < 0)
+		return ibcr_fail_errno(e, errno, "thread %d: PTRACE_GET_SYSCALL_INFO", tid);
+	return 0;
+}
+
+/*
+ * Resumes with PTRACE_SYSCALL to the next syscall stop (the thread must
+ * have been seized with PTRACE_O_TRACESYSGOOD). Any other stop means the
+ * code we run faulted or a signal that cannot be blocked came: that is
+ * reported, and the signal is not delivered.
+ */
+static int next_syscall_stop(pid_t tid, struct sysinfo_head *si,
+			     struct ibcr_err *e)
+{
+	int st;
+
+	if (PT(PTRACE_SYSCALL, tid, 0, 0))
+		return ibcr_fail_errno(e, errno, "thread %d: PTRACE_SYSCALL", tid);
+	if (pt_wait(tid, &st, e))
+		return -1;
+	if (WSTOPSIG(st) != (SIGTRAP | 0x80))
+		return ibcr_fail(e, "thread %d: unexpected stop (signal %d, event %d) "
+				 "while running a system call in it", tid,
+				 WSTOPSIG(st), st >> 16);
+	return syscall_info(tid, si, e);
+}
+
+int pt_run_until_syscall_exit(pid_t tid, long nr, struct ibcr_err *e)
+{
+	struct sysinfo_head si;
+
+	do {
+		if (next_syscall_stop(tid, &si, e))
+			return -1;
+	} while (si.op != SYSINFO_ENTRY || (long)si.nr != nr);
+	do {
+		if (next_syscall_stop(tid, &si, e))
+			return -1;
+	} while (si.op != SYSINFO_EXIT);
+	return 0;
+}
+
+int pt_inject_syscall(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
+		      long *ret, struct ibcr_err *e)
+{
+	struct arch_gpregs saved, r;
+	uint64_t mask;
+	struct sysinfo_head si;
+	int rc = -1;
+
+	if (pt_getregs(tid, &saved, e) || pt_getsigmask(tid, &mask, e) ||
+	    pt_setsigmask(tid, ~0ull, e))
+		return -1;
+	r = saved;
+	arch_setup_syscall(&r, insn, nr, a);
+	if (pt_setregs(tid, &r, e))
+		goto out;
+	if (next_syscall_stop(tid, &si, e))
+		goto out;
+	if (si.op != SYSINFO_ENTRY || (long)si.nr != nr) {
+		ibcr_fail(e, "thread %d: injected syscall %ld did not start (op %u nr %lld)",
+			  tid, nr, si.op, (long long)si.nr);
+		goto out;
+	}
+	if (next_syscall_stop(tid, &si, e))
+		goto out;
+	if (si.op != SYSINFO_EXIT) {
+		ibcr_fail(e, "thread %d: injected syscall %ld did not finish", tid, nr);
+		goto out;
+	}
+	if (pt_getregs(tid, &r, e))
+		goto out;
+	*ret = (long)arch_ret(&r);
+	rc = 0;
+out:
+	if (pt_setregs(tid, &saved, e) || pt_setsigmask(tid, mask, e))
+		rc = -1;
+	return rc;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef IBCR_PTRACE_UTIL_H
+#define IBCR_PTRACE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "arch.h"
+#include "err.h"
+
+/*
+ * ptrace helpers shared by the saver (capture, syscall injection) and
+ * the loader (final hand-over of restored threads). Every function
+ * names the thread and the operation in its error.
+ */
+int pt_seize(pid_t tid, unsigned long options, struct ibcr_err *e);
+/* PTRACE_INTERRUPT and wait for the resulting stop. */
+int pt_interrupt(pid_t tid, struct ibcr_err *e);
+/* Waits for tid's next stop; *status as waitpid gives it. */
+int pt_wait(pid_t tid, int *status, struct ibcr_err *e);
+int pt_getregs(pid_t tid, struct arch_gpregs *r, struct ibcr_err *e);
+int pt_setregs(pid_t tid, const struct arch_gpregs *r, struct ibcr_err *e);
+/* Reads a regset into buf (up to *len bytes); *len is set to its size. */
+int pt_getregset(pid_t tid, int type, void *buf, size_t *len,
+		 struct ibcr_err *e);
+int pt_setregset(pid_t tid, int type, const void *buf, size_t len,
+		 struct ibcr_err *e);
+int pt_getsigmask(pid_t tid, uint64_t *mask, struct ibcr_err *e);
+int pt_setsigmask(pid_t tid, uint64_t mask, struct ibcr_err *e);
+
+/*
+ * Runs one system call in a stopped thread, at `insn` (the address of a
+ * syscall instruction in its address space), and puts its registers and
+ * signal mask back. Signals are blocked meanwhile so that none is
+ * delivered (or lost) during the call. *ret gets the raw result.
+ */
+int pt_inject_syscall(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
+		      long *ret, struct ibcr_err *e);
+
+/*
+ * Resumes a stopped thread under PTRACE_SYSCALL until it has completed
+ * system call `nr` (stopped at its exit). Other syscalls pass.
+ */
+int pt_run_until_syscall_exit(pid_t tid, long nr, struct ibcr_err *e);
+
+#endif

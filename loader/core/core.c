@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+/* The restore core's main line and its failure path. */
+#include <linux/mman.h>
+
+#include "core.h"
+#include "fmt.h"
+#include "sys.h"
+
+/*
+ * The loader reads the status pipe: 'E' and a message means the restore
+ * failed. fd 2 is not used: by now it may be the restored process's own
+ * stderr (a log file, say), not the terminal of whoever restarted it.
+ */
+void core_die(struct plan *p, const char *f, ...)
+{
+	char msg[512];
+	va_list ap;
+	size_t n;
+
+	msg[0] = 'E';
+	va_start(ap, f);
+	n = 1 + fmt_v(msg + 1, sizeof(msg) - 1, f, ap);
+	va_end(ap);
+	sys_write(p->status_fd, msg, n);
+	sys_exit_group(127);
+}
+
+void core_main(struct plan *p)
+{
+	if (p->magic != PLAN_MAGIC)
+		sys_exit_group(127);
+	core_unmap_loader(p);
+	core_move_specials(p);
+	core_map_regions(p);
+	core_set_process(p);
+	core_start_threads(p);
+}
+
+void core_unmap_loader(struct plan *p)
+{
+	for (uint64_t i = 0; i < p->nunmap; i++) {
+		const struct plan_range *r = &p->unmap[i];
+		long rc = sys_munmap(r->start, r->end - r->start);
+
+		if (rc)
+			core_die(p, "unmapping loader region %#lx-%#lx: error %ld",
+				 (unsigned long)r->start, (unsigned long)r->end, -rc);
+	}
+}
+
+/*
+ * The kernel's special mappings move as a set: each first to a parking
+ * place in the hole, then to its saved address, so that a saved address
+ * overlapping a current one never makes mremap refuse.
+ */
+void core_move_specials(struct plan *p)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (uint64_t i = 0; i < p->nspecial; i++) {
+			struct plan_special *s = &p->special[i];
+			uint64_t from = pass ? s->park : s->cur;
+			uint64_t to = pass ? s->target : s->park;
+			long rc = sys_mremap(from, s->len, s->len,
+					     MREMAP_MAYMOVE | MREMAP_FIXED, to);
+
+			if (rc != (long)to)
+				core_die(p, "moving kernel mapping %#lx to %#lx: error %ld",
+					 (unsigned long)from, (unsigned long)to, -rc);
+		}
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef IBCR_CORE_H
+#define IBCR_CORE_H
+
+#include "plan.h"
+
+/*
+ * The restore core: runs in the hole with no libc, after the loader has
+ * jumped there. core_main() never returns: it either resumes the
+ * process through rt_sigreturn on every thread or reports the failure
+ * to the loader and exits.
+ */
+__attribute__((noreturn)) void core_main(struct plan *p);
+__attribute__((noreturn, format(printf, 2, 3)))
+void core_die(struct plan *p, const char *fmt, ...);
+
+void core_unmap_loader(struct plan *p);
+void core_move_specials(struct plan *p);
+void core_map_regions(struct plan *p);
+void core_set_process(struct plan *p);
+__attribute__((noreturn)) void core_start_threads(struct plan *p);
+
+/* arch/<arch>/core_arch.c */
+long arch_set_tls(const uint64_t tls[2]);
+
+#endif

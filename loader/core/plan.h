@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The restore plan: everything the freestanding restore core needs,
+ * built by the loader's musl part inside the hole, next to the core's
+ * code. Pointers in it point into the hole, which stays mapped until
+ * every thread has resumed. Shared by loader/ and loader/core/.
+ */
+#ifndef IBCR_PLAN_H
+#define IBCR_PLAN_H
+
+#include <stdint.h>
+
+#include "image.h"
+
+#define PLAN_MAGIC 0x4e414c5052434249ull /* "IBCRPLAN" */
+
+struct plan_range {
+	uint64_t start, end;
+};
+
+/* A kernel special mapping ([vdso], [vvar], ...) to move. */
+struct plan_special {
+	uint64_t cur, len;	/* where the loader has it */
+	uint64_t park;		/* temporary place inside the hole */
+	uint64_t target;	/* where the restored process had it */
+};
+
+struct plan_vma {
+	uint64_t start, end, pgoff;
+	uint32_t prot, flags, kind, madv;
+	int32_t fd;		/* backing file opened by the loader, or -1 */
+	uint32_t data_crc;
+	const struct ibcr_run *runs;
+	uint64_t nruns;
+	uint64_t data_off;	/* absolute file offset of its page data */
+	uint64_t data_len;
+	const char *name;
+};
+
+struct plan_thread {
+	int32_t tid;		/* saved TID, asked for with clone3 set_tid */
+	int32_t new_tid;	/* the TID it got */
+	uint64_t ctid;
+	uint32_t ctid_mode;
+	uint32_t rseq_len;
+	uint64_t rseq_ptr;
+	uint32_t rseq_sig;
+	uint32_t altstack_flags;
+	uint64_t altstack_sp, altstack_size;
+	uint64_t robust_list, robust_len;
+	uint64_t tls[2];	/* x86_64: fs_base, gs_base; aarch64: tpidr_el0, tpidr2 */
+	char comm[16];
+	void *frame;		/* rt_sigframe built by the loader */
+	uint64_t stack_top;	/* the core's stack for this thread */
+	uint32_t nsiginfo;
+	uint32_t pad;
+	const uint8_t *siginfo;	/* per-thread pending, 128 bytes each */
+};
+
+/* prctl(PR_SET_MM, PR_SET_MM_MAP) argument, as in <linux/prctl.h>. */
+struct plan_mm_map {
+	uint64_t start_code, end_code, start_data, end_data;
+	uint64_t start_brk, brk, start_stack;
+	uint64_t arg_start, arg_end, env_start, env_end;
+	uint64_t *auxv;
+	uint32_t auxv_size;
+	uint32_t exe_fd;
+};
+
+#define PLAN_EXACT_TIDS 0x1	/* ask clone3 for the saved TIDs */
+#define PLAN_SET_CREDS 0x2	/* set uid/gid/groups (loader is root) */
+
+struct plan {
+	uint64_t magic;
+	uint64_t hole_start, hole_len;
+	uint32_t flags;
+	uint32_t page_size;
+	int32_t img_fd;		/* the image, for page data */
+	int32_t status_fd;	/* core -> loader: one byte when ready */
+	int32_t control_fd;	/* loader -> core: 'T' traced, 'G' go alone */
+	int32_t nclose;
+	const int32_t *close_fds;	/* loader fds to close before resuming */
+	uint64_t nunmap;
+	const struct plan_range *unmap;
+	uint64_t nspecial;
+	struct plan_special *special;
+	uint64_t nvmas;
+	const struct plan_vma *vmas;
+	struct plan_mm_map mm;
+	const struct ibcr_sigaction *sigact;	/* IBCR_NSIG entries */
+	uint64_t rlim[16][2];
+	uint64_t itimer[3][4];
+	uint32_t uid[4], gid[4];
+	uint32_t ngroups;
+	uint32_t groups[32];
+	uint32_t nthreads;
+	struct plan_thread *threads;
+	uint32_t nsiginfo_shared;
+	const uint8_t *siginfo_shared;
+	const char *image_path;	/* for messages */
+	/* futex words, written by the threads */
+	int32_t ready;
+	int32_t go;
+	int32_t exact_tids_failed;
+};
+
+#endif

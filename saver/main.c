@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+/*
+ * saver: checkpoint running processes into one image.
+ *
+ *   saver [--kill | --stop] -o IMAGE PID...
+ *
+ * The processes are stopped (every thread seized and interrupted) while
+ * their state is captured and the image written; then they run on, stay
+ * stopped (--stop) or are killed (--kill). A failure at any point leaves
+ * them running as before and no image behind. docs/cli.md documents it.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "saver.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: saver [--kill | --stop] -o IMAGE PID...\n"
+		   "  -o, --output IMAGE  write the checkpoint to IMAGE\n"
+		   "  -k, --kill          kill the processes once the image is complete\n"
+		   "  -s, --stop          leave them stopped (SIGSTOP) instead of running\n"
+		   "  -h, --help          show this help\n");
+}
+
+static int parse_pid(const char *s, pid_t *pid)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (!*s || *end || v <= 0 || v > 0x3fffffff)
+		return -1;
+	*pid = (pid_t)v;
+	return 0;
+}
+
+/* Everything is read before anything is written: errors come early. */
+static int capture(struct target *t, struct ibcr_err *e)
+{
+	if (capture_regs(t, e) || capture_injected(t, e) ||
+	    capture_threads(t, e) || capture_procinfo(t, e) || capture_files(t, e) ||
+	    capture_memory_map(t, e))
+		return -1;
+	return 0;
+}
+
+static int write_meta(struct img_writer *w, uint32_t idx, struct target *t,
+		      struct ibcr_err *e)
+{
+	struct buf b = { 0 };
+	int rc;
+
+	enc_proc(&b, &t->ps);
+	rc = imgw_section(w, IBCR_SEC_PROC, idx, NULL, b.p, b.len, e);
+	for (uint32_t i = 0; i < t->nthreads && !rc; i++) {
+		b.len = 0;
+		enc_thread(&b, &t->ps.threads[i]);
+		rc = imgw_section(w, IBCR_SEC_THREAD, idx, NULL, b.p, b.len, e);
+	}
+	if (!rc)
+		rc = imgw_section(w, IBCR_SEC_SIGACT, idx, NULL, t->ps.sigact,
+				  sizeof(t->ps.sigact), e);
+	if (!rc) {
+		b.len = 0;
+		enc_files(&b, &t->ps);
+		rc = imgw_section(w, IBCR_SEC_FILES, idx, NULL, b.p, b.len, e);
+	}
+	buf_free(&b);
+	return rc;
+}
+
+static int write_image(const char *out, struct target *t, uint32_t n,
+		       struct ibcr_err *e)
+{
+	struct img_writer w;
+	struct buf b = { 0 };
+
+	if (imgw_open(&w, out, ibcr_host_arch(), n, e))
+		return -1;
+	for (uint32_t i = 0; i < n; i++) {
+		b.len = 0;
+		if (write_meta(&w, i, &t[i], e) || write_memory(&t[i], i, &w, e))
+			goto fail;
+		enc_vmas(&b, &t[i].ps);
+		if (imgw_section(&w, IBCR_SEC_VMAS, i, NULL, b.p, b.len, e))
+			goto fail;
+	}
+	buf_free(&b);
+	return imgw_commit(&w, e);
+fail:
+	buf_free(&b);
+	imgw_abort(&w);
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "kill", no_argument, NULL, 'k' },
+		{ "stop", no_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *out = NULL;
+	int how = RELEASE_RUN, c, rc = 0;
+	struct target *t;
+	struct ibcr_err e = { "" };
+	uint32_t n;
+
+	while ((c = getopt_long(argc, argv, "o:ksh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'k': how = RELEASE_KILL; break;
+		case 's': how = RELEASE_STOP; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (!out || optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	n = (uint32_t)(argc - optind);
+	t = xcalloc(n, sizeof(*t));
+	for (uint32_t i = 0; i < n; i++) {
+		t[i].memfd = -1;
+		if (parse_pid(argv[optind + i], &t[i].pid)) {
+			fprintf(stderr, "saver: '%s' is not a process id\n", argv[optind + i]);
+			return 2;
+		}
+	}
+	/* All are stopped before any is read: one consistent point in time. */
+	for (uint32_t i = 0; i < n && !rc; i++)
+		rc = target_seize(&t[i], &e);
+	for (uint32_t i = 0; i < n && !rc; i++)
+		rc = capture(&t[i], &e);
+	if (!rc)
+		rc = write_image(out, t, n, &e);
+	if (rc) {
+		fprintf(stderr, "saver: %s\n", e.msg);
+		how = RELEASE_RUN;	/* never kill what we could not save */
+	}
+	for (uint32_t i = 0; i < n; i++)
+		target_release(&t[i], how);
+	return rc ? 1 : 0;
+}

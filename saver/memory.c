@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Memory: classify every region, then stream the pages that are state
+ * into the PAGES section, region by region, with a CRC for each.
+ *
+ * Which pages are state (docs/design.md, "Memory"):
+ * - private anonymous: pages present or swapped (pagemap); all-zero pages
+ *   are skipped, since an untouched page reads as zeros too;
+ * - private file mappings: only pages that diverged from the file
+ *   (anonymous copies: present and not file-backed, or swapped);
+ * - shared file mappings: none, the file holds them;
+ * - shared anonymous memory: every page with data (SEEK_DATA on the
+ *   object when /proc/PID/map_files allows, else the whole range);
+ * - private mappings of deleted files or memfds: every page, restored as
+ *   anonymous memory, since the file will not be there.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "crc32c.h"
+#include "procfs.h"
+#include "saver.h"
+
+#define PM_PRESENT (1ull << 63)
+#define PM_SWAPPED (1ull << 62)
+#define PM_FILE (1ull << 61)
+#define CHUNK_PAGES 1024
+
+/* How a region's pages are chosen; kept per region while dumping. */
+enum pick { PICK_NONE, PICK_ANON, PICK_COW, PICK_ALL };
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+static int is_special(const char *name)
+{
+	return !strcmp(name, "[vdso]") || !strcmp(name, "[vvar]") ||
+	       !strcmp(name, "[vvar_vclock]") || !strcmp(name, "[sigpage]") ||
+	       !strcmp(name, "[vectors]");
+}
+
+static uint32_t madv_of(uint32_t vmf)
+{
+	return ((vmf & VMF_HUGEPAGE) ? IBCR_MADV_HUGEPAGE : 0) |
+	       ((vmf & VMF_NOHUGEPAGE) ? IBCR_MADV_NOHUGEPAGE : 0) |
+	       ((vmf & VMF_DONTDUMP) ? IBCR_MADV_DONTDUMP : 0) |
+	       ((vmf & VMF_DONTFORK) ? IBCR_MADV_DONTFORK : 0) |
+	       ((vmf & VMF_WIPEONFORK) ? IBCR_MADV_WIPEONFORK : 0) |
+	       ((vmf & VMF_MERGEABLE) ? IBCR_MADV_MERGEABLE : 0);
+}
+
+#define REGION_FAIL(what) \
+	ibcr_fail(e, "pid %d: region %#llx-%#llx (%s): %s", (int)t->pid, \
+		  (unsigned long long)m->start, (unsigned long long)m->end, \
+		  m->path[0] ? m->path : "anonymous", what)
+
+static int classify_file(struct target *t, const struct maps_entry *m,
+			 struct ibcr_vma *v, struct ibcr_err *e)
+{
+	const char *p = m->path;
+	int deleted = ends_with(p, " (deleted)");
+	struct stat st;
+
+	if (m->shared && (!strncmp(p, "/dev/zero", 9) || !strncmp(p, "/SYSV", 5) ||
+			  !strncmp(p, "/memfd:", 7))) {
+		v->kind = IBCR_VMA_SHMEM;
+		return 0;
+	}
+	if (m->shared && deleted)
+		return REGION_FAIL("shared mapping of a deleted file: not supported yet");
+	if (deleted || !strncmp(p, "/memfd:", 7)) {
+		v->kind = IBCR_VMA_ANON;	/* private copy of a vanished file */
+		v->flags |= IBCR_VMAF_DELETED;
+		return 0;
+	}
+	if (stat(p, &st) || st.st_ino != m->ino)
+		return REGION_FAIL("its file is no longer at that path");
+	if (S_ISCHR(st.st_mode) && !strcmp(p, "/dev/zero") && !m->shared) {
+		v->kind = IBCR_VMA_ANON;
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode))
+		return REGION_FAIL("mapping of a device or special file: not supported");
+	v->kind = IBCR_VMA_FILE;
+	v->file_ino = st.st_ino;
+	v->file_dev = st.st_dev;
+	v->file_size = (uint64_t)st.st_size;
+	v->file_mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
+			   (uint64_t)st.st_mtim.tv_nsec;
+	return 0;
+}
+
+/* Returns 1 to skip the region entirely, 0 to keep it, -1 on error. */
+static int classify(struct target *t, const struct maps_entry *m,
+		    struct ibcr_vma *v, struct ibcr_err *e)
+{
+	const char *p = m->path;
+
+	memset(v, 0, sizeof(*v));
+	v->start = m->start;
+	v->end = m->end;
+	v->pgoff = m->pgoff;
+	v->prot = m->prot;
+	v->flags = (m->shared ? IBCR_VMAF_SHARED : 0) |
+		   ((m->vmflags & VMF_GROWSDOWN) ? IBCR_VMAF_GROWSDOWN : 0);
+	v->madv = madv_of(m->vmflags);
+	if (!strcmp(p, "[vsyscall]") || !strcmp(p, "[uprobes]"))
+		return 1;	/* fixed by the kernel, nothing to restore */
+	if (!strncmp(p, "/dev/infiniband/", 16)) {
+		v->kind = IBCR_VMA_DEVICE;	/* the verbs stage's */
+		return 0;
+	}
+	if (is_special(p)) {
+		v->kind = IBCR_VMA_SPECIAL;
+		return 0;
+	}
+	if (m->vmflags & VMF_HUGETLB)
+		return REGION_FAIL("hugetlbfs memory is not supported yet");
+	if (m->vmflags & (VMF_IO | VMF_PFNMAP))
+		return REGION_FAIL("device memory (VM_IO/VM_PFNMAP) cannot be saved");
+	if (!p[0] || !strncmp(p, "[anon:", 6) || !strcmp(p, "[heap]") ||
+	    !strcmp(p, "[stack]")) {
+		v->kind = m->shared ? IBCR_VMA_SHMEM : IBCR_VMA_ANON;
+		v->flags |= !strcmp(p, "[heap]") ? IBCR_VMAF_HEAP : 0;
+		v->flags |= !strcmp(p, "[stack]") ? IBCR_VMAF_STACK : 0;
+		return 0;
+	}
+	if (!strncmp(p, "[anon_shmem:", 12)) {
+		v->kind = IBCR_VMA_SHMEM;
+		return 0;
+	}
+	if (p[0] == '/')
+		return classify_file(t, m, v, e);
+	return REGION_FAIL("unknown kind of mapping: not supported");
+}
+
+int capture_memory_map(struct target *t, struct ibcr_err *e)
+{
+	struct ibcr_process_state *ps = &t->ps;
+	struct maps_entry *m;
+	size_t n;
+
+	if (maps_read(t->pid, 1, &m, &n, e))
+		return -1;
+	ps->vmas = xcalloc(n, sizeof(*ps->vmas));
+	ps->vma_names = xcalloc(n, sizeof(char *));
+	for (size_t i = 0; i < n; i++) {
+		int rc = classify(t, &m[i], &ps->vmas[ps->nvmas], e);
+
+		if (rc < 0) {
+			maps_free(m, n);
+			return -1;
+		}
+		if (rc == 0)
+			ps->vma_names[ps->nvmas++] = xstrdup(m[i].path);
+	}
+	maps_free(m, n);
+	return 0;
+}
+
+/* State of the region being streamed. */
+struct dump {
+	struct target *t;
+	struct img_writer *w;
+	struct ibcr_vma *v;
+	uint8_t *buf;
+	uint64_t *pm;
+	int pmfd, objfd;
+	size_t cap_runs;
+	int zero_skip;
+	uint32_t crc;
+};
+
+static enum pick pick_of(const struct ibcr_vma *v)
+{
+	switch (v->kind) {
+	case IBCR_VMA_ANON:
+		return (v->flags & IBCR_VMAF_DELETED) ? PICK_ALL : PICK_ANON;
+	case IBCR_VMA_FILE:
+		return (v->flags & IBCR_VMAF_SHARED) ? PICK_NONE : PICK_COW;
+	case IBCR_VMA_SHMEM:
+		return PICK_ALL;
+	}
+	return PICK_NONE;
+}
+
+static int page_is_zero(const uint8_t *p, size_t n)
+{
+	const uint64_t *q = (const uint64_t *)p;
+
+	for (size_t i = 0; i < n / 8; i++)
+		if (q[i])
+			return 0;
+	return 1;
+}
+
+static void add_page(struct dump *d, uint64_t addr, uint64_t pg)
+{
+	struct ibcr_process_state *ps = &d->t->ps;
+	struct ibcr_run *last = ps->nruns > d->v->run0 ? &ps->runs[ps->nruns - 1] : NULL;
+
+	if (last && last->addr + last->npages * pg == addr) {
+		last->npages++;
+		return;
+	}
+	if (ps->nruns == d->cap_runs) {
+		d->cap_runs = d->cap_runs ? d->cap_runs * 2 : 256;
+		ps->runs = xrealloc(ps->runs, sizeof(*ps->runs) * d->cap_runs);
+	}
+	ps->runs[ps->nruns].addr = addr;
+	ps->runs[ps->nruns].npages = 1;
+	ps->nruns++;
+	d->v->nruns++;
+}
+
+/* Copies [addr, addr + n pages) into the image, dropping zero pages. */
+static int dump_range(struct dump *d, uint64_t addr, uint64_t npages,
+		      struct ibcr_err *e)
+{
+	uint64_t pg = (uint64_t)getpagesize();
+	size_t len = npages * pg;
+
+	if (read_target(d->t, addr, d->buf, len, e))
+		return -1;
+	for (uint64_t i = 0; i < npages; i++) {
+		const uint8_t *p = d->buf + i * pg;
+
+		if (d->zero_skip && page_is_zero(p, pg))
+			continue;
+		if (imgw_data(d->w, p, pg, e))
+			return -1;
+		d->crc = crc32c(d->crc, p, pg);
+		d->v->data_len += pg;
+		add_page(d, addr + i * pg, pg);
+	}
+	return 0;
+}
+
+static int wanted(enum pick how, uint64_t pm)
+{
+	switch (how) {
+	case PICK_ANON:
+		return (pm & (PM_PRESENT | PM_SWAPPED)) != 0;
+	case PICK_COW:
+		return ((pm & PM_PRESENT) && !(pm & PM_FILE)) || (pm & PM_SWAPPED);
+	default:
+		return 1;
+	}
+}
+
+/* Pages of shared memory that hold data, from the object's holes. */
+static int shmem_has_data(struct dump *d, uint64_t off, uint64_t len)
+{
+	off_t data;
+
+	if (d->objfd < 0)
+		return 1;
+	data = lseek(d->objfd, (off_t)off, SEEK_DATA);
+	return data >= 0 && (uint64_t)data < off + len;
+}
+
+static int dump_chunk(struct dump *d, enum pick how, uint64_t addr, uint64_t npages,
+		      struct ibcr_err *e)
+{
+	uint64_t pg = (uint64_t)getpagesize(), run = 0, run_start = 0;
+
+	if (how != PICK_ALL) {
+		ssize_t want = (ssize_t)(npages * 8);
+
+		if (pread(d->pmfd, d->pm, (size_t)want, (off_t)(addr / pg * 8)) != want)
+			return ibcr_fail_errno(e, errno, "pid %d: reading pagemap at %#llx",
+					       (int)d->t->pid, (unsigned long long)addr);
+	}
+	for (uint64_t i = 0; i <= npages; i++) {
+		uint64_t a = addr + i * pg;
+		int want = i < npages &&
+			   (how == PICK_ALL ?
+			    shmem_has_data(d, d->v->pgoff + (a - d->v->start), pg) :
+			    wanted(how, d->pm[i]));
+
+		if (want && !run++)
+			run_start = a;
+		if (!want && run) {
+			if (dump_range(d, run_start, run, e))
+				return -1;
+			run = 0;
+		}
+	}
+	return 0;
+}
+
+static int open_object(struct target *t, const struct ibcr_vma *v)
+{
+	char path[96];
+
+	if (v->kind != IBCR_VMA_SHMEM)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)t->pid,
+		 (unsigned long long)v->start, (unsigned long long)v->end);
+	return open(path, O_RDONLY | O_CLOEXEC);	/* -1: read the whole range */
+}
+
+static int dump_region(struct dump *d, struct ibcr_err *e)
+{
+	uint64_t pg = (uint64_t)getpagesize();
+	enum pick how = pick_of(d->v);
+	int rc = 0;
+
+	d->v->run0 = d->t->ps.nruns;
+	d->v->data_off = imgw_payload_pos(d->w);
+	d->crc = 0;
+	d->zero_skip = d->v->kind != IBCR_VMA_FILE;
+	d->objfd = open_object(d->t, d->v);
+	for (uint64_t a = d->v->start; how != PICK_NONE && a < d->v->end && !rc;
+	     a += CHUNK_PAGES * pg) {
+		uint64_t n = (d->v->end - a) / pg;
+
+		rc = dump_chunk(d, how, a, n < CHUNK_PAGES ? n : CHUNK_PAGES, e);
+	}
+	if (d->objfd >= 0)
+		close(d->objfd);
+	d->v->data_crc = d->crc;
+	return rc;
+}
+
+int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
+		 struct ibcr_err *e)
+{
+	uint64_t pg = (uint64_t)getpagesize();
+	struct dump d = { .t = t, .w = w };
+	char path[64];
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)t->pid);
+	d.pmfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (d.pmfd < 0)
+		return ibcr_fail_errno(e, errno, "pid %d: opening %s", (int)t->pid, path);
+	d.buf = xmalloc(CHUNK_PAGES * pg);
+	d.pm = xmalloc(CHUNK_PAGES * 8);
+	if (imgw_begin(w, IBCR_SEC_PAGES, proc, IBCR_SECF_CRC_PER_REGION, (uint32_t)pg, e))
+		rc = -1;
+	for (uint32_t i = 0; i < t->ps.nvmas && !rc; i++) {
+		d.v = &t->ps.vmas[i];
+		rc = dump_region(&d, e);
+	}
+	if (!rc)
+		rc = imgw_end(w, e);
+	free(d.buf);
+	free(d.pm);
+	close(d.pmfd);
+	return rc;
+}

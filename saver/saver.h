@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef IBCR_SAVER_H
+#define IBCR_SAVER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "arch.h"
+#include "err.h"
+#include "image_io.h"
+#include "model.h"
+
+/* One process being checkpointed. */
+struct target {
+	pid_t pid;
+	uint32_t nthreads;
+	pid_t *tids;		/* main thread first */
+	int *seized;		/* per thread: attached by us */
+	uint64_t syscall_insn;	/* a syscall instruction in its [vdso] */
+	int memfd;		/* /proc/PID/mem */
+	struct ibcr_process_state ps;
+};
+
+/* seize.c */
+int target_seize(struct target *t, struct ibcr_err *e);
+void target_release(struct target *t, int how);
+enum { RELEASE_RUN, RELEASE_STOP, RELEASE_KILL };
+
+/* inject.c: state only the process itself can read */
+int capture_injected(struct target *t, struct ibcr_err *e);
+
+/* threads.c */
+int capture_regs(struct target *t, struct ibcr_err *e);
+int capture_threads(struct target *t, struct ibcr_err *e);
+
+/* procinfo.c */
+int capture_procinfo(struct target *t, struct ibcr_err *e);
+
+/* files.c */
+int capture_files(struct target *t, struct ibcr_err *e);
+
+/* memory.c */
+int capture_memory_map(struct target *t, struct ibcr_err *e);
+int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
+		 struct ibcr_err *e);
+
+/* util */
+int read_target(struct target *t, uint64_t addr, void *buf, size_t len,
+		struct ibcr_err *e);
+
+#endif

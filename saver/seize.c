@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Attaching to every thread of a process and letting it go again. New
+ * threads can appear while we attach (a thread in clone), so the task
+ * list is re-read until a pass finds nothing new.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "procfs.h"
+#include "ptrace_util.h"
+#include "saver.h"
+
+static int has_tid(const struct target *t, pid_t tid)
+{
+	for (uint32_t i = 0; i < t->nthreads; i++)
+		if (t->tids[i] == tid)
+			return 1;
+	return 0;
+}
+
+static int explain_seize_failure(pid_t pid, int err, struct ibcr_err *e)
+{
+	char path[64], *status = NULL, *tp;
+	int tracer = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (err == EPERM && !proc_read(path, &status, NULL, e) &&
+	    (tp = strstr(status, "TracerPid:")))
+		tracer = atoi(tp + 10);
+	free(status);
+	if (err == ESRCH)
+		return ibcr_fail(e, "pid %d: no such process", (int)pid);
+	if (tracer)
+		return ibcr_fail(e, "pid %d: cannot attach: already traced by pid %d",
+				 (int)pid, tracer);
+	if (err == EPERM)
+		return ibcr_fail(e, "pid %d: cannot attach: permission denied "
+				 "(another user's process, or ptrace restricted by "
+				 "kernel.yama.ptrace_scope)", (int)pid);
+	return ibcr_fail_errno(e, err, "pid %d: cannot attach", (int)pid);
+}
+
+/* One pass over /proc/PID/task; returns how many threads were new. */
+static int seize_pass(struct target *t, struct ibcr_err *e)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+	int added = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)t->pid);
+	dir = opendir(path);
+	if (!dir)
+		return explain_seize_failure(t->pid, errno == ENOENT ? ESRCH : errno, e);
+	while ((d = readdir(dir))) {
+		pid_t tid = (pid_t)atoi(d->d_name);
+
+		if (tid <= 0 || has_tid(t, tid))
+			continue;
+		if (pt_seize(tid, PTRACE_O_TRACESYSGOOD, e)) {
+			if (errno == ESRCH && tid != t->pid)
+				continue;	/* the thread exited meanwhile */
+			closedir(dir);
+			return explain_seize_failure(tid == t->pid ? t->pid : tid, errno, e);
+		}
+		t->tids = xrealloc(t->tids, sizeof(pid_t) * (t->nthreads + 1));
+		t->seized = xrealloc(t->seized, sizeof(int) * (t->nthreads + 1));
+		t->tids[t->nthreads] = tid;
+		t->seized[t->nthreads] = 1;
+		t->nthreads++;
+		if (pt_interrupt(tid, e)) {
+			closedir(dir);
+			return -1;
+		}
+		added++;
+	}
+	closedir(dir);
+	return added;
+}
+
+static int check_pid(pid_t pid, struct ibcr_err *e)
+{
+	char path[64], *stat = NULL, *p;
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (access(path, F_OK))
+		return ibcr_fail(e, "pid %d: no such process", (int)pid);
+	if (proc_read(path, &stat, NULL, e))
+		return -1;
+	p = strrchr(stat, ')');
+	if (p && (p[2] == 'Z' || p[2] == 'X'))
+		rc = ibcr_fail(e, "pid %d: the process is a zombie", (int)pid);
+	free(stat);
+	if (!rc && pid == getpid())
+		rc = ibcr_fail(e, "pid %d: cannot checkpoint the saver itself", (int)pid);
+	return rc;
+}
+
+int target_seize(struct target *t, struct ibcr_err *e)
+{
+	char path[64];
+	int added;
+
+	if (check_pid(t->pid, e))
+		return -1;
+	/* The main thread first: a failure there is the process's failure. */
+	if (pt_seize(t->pid, PTRACE_O_TRACESYSGOOD, e))
+		return explain_seize_failure(t->pid, errno, e);
+	t->tids = xmalloc(sizeof(pid_t));
+	t->seized = xmalloc(sizeof(int));
+	t->tids[0] = t->pid;
+	t->seized[0] = 1;
+	t->nthreads = 1;
+	if (pt_interrupt(t->pid, e))
+		return -1;
+	do {
+		added = seize_pass(t, e);
+		if (added < 0)
+			return -1;
+	} while (added);
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)t->pid);
+	t->memfd = open(path, O_RDWR | O_CLOEXEC);
+	if (t->memfd < 0)
+		return ibcr_fail_errno(e, errno, "pid %d: opening %s", (int)t->pid, path);
+	return 0;
+}
+
+void target_release(struct target *t, int how)
+{
+	if (how == RELEASE_KILL && t->nthreads)
+		kill(t->pid, SIGKILL);
+	if (how == RELEASE_STOP)
+		kill(t->pid, SIGSTOP);
+	for (uint32_t i = 0; i < t->nthreads; i++)
+		if (t->seized[i])
+			ptrace(PTRACE_DETACH, t->tids[i], NULL, NULL);
+	if (t->memfd > 0)
+		close(t->memfd);
+	t->memfd = -1;
+}
