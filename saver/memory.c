@@ -102,6 +102,22 @@ static int classify_file(struct target *t, const struct maps_entry *m,
 	return 0;
 }
 
+/*
+ * libc keeps pointers into the [vdso], so a restore must find the very
+ * same one: its CRC goes where files keep their identity (file_ino).
+ */
+static int vdso_identity(struct target *t, struct ibcr_vma *v, struct ibcr_err *e)
+{
+	size_t n = v->end - v->start;
+	uint8_t *code = xmalloc(n);
+	int rc = read_target(t, v->start, code, n, e);
+
+	if (!rc)
+		v->file_ino = crc32c(0, code, n);
+	free(code);
+	return rc;
+}
+
 /* Returns 1 to skip the region entirely, 0 to keep it, -1 on error. */
 static int classify(struct target *t, const struct maps_entry *m,
 		    struct ibcr_vma *v, struct ibcr_err *e)
@@ -124,7 +140,7 @@ static int classify(struct target *t, const struct maps_entry *m,
 	}
 	if (is_special(p)) {
 		v->kind = IBCR_VMA_SPECIAL;
-		return 0;
+		return strcmp(p, "[vdso]") ? 0 : vdso_identity(t, v, e);
 	}
 	if (m->vmflags & VMF_HUGETLB)
 		return REGION_FAIL("hugetlbfs memory is not supported yet");

@@ -12,6 +12,8 @@
 #define ARCH_NAME "x86_64"
 #define ARCH_NT_FPREGS 0x202	/* NT_X86_XSTATE: the full XSAVE area */
 #define ARCH_SYSCALL_INSN_LEN 2
+/* Lowest address above every user mapping (47-bit: DEFAULT_MAP_WINDOW). */
+#define ARCH_TASK_TOP 0x7ffffffff000ull
 
 /* NT_PRSTATUS, as struct user_regs_struct. */
 struct arch_gpregs {
@@ -23,6 +25,17 @@ struct arch_gpregs {
 static inline uint64_t arch_pc(const struct arch_gpregs *r) { return r->rip; }
 static inline uint64_t arch_sp(const struct arch_gpregs *r) { return r->rsp; }
 static inline uint64_t arch_ret(const struct arch_gpregs *r) { return r->rax; }
+
+/* TLS bases to set before rt_sigreturn, which does not restore them. */
+static inline void arch_thread_tls(const void *gpregs, const uint64_t rec_tls[2],
+				   uint64_t out[2])
+{
+	const struct arch_gpregs *r = (const struct arch_gpregs *)gpregs;
+
+	(void)rec_tls;
+	out[0] = r->fs_base;
+	out[1] = r->gs_base;
+}
 
 /* The syscall the thread is in (orig_rax), or -1. */
 static inline int64_t arch_syscall_nr(const struct arch_gpregs *r)

@@ -9,3 +9,5 @@ global ibcr_core_blob_end
 ibcr_core_blob:
 	incbin "core.bin"
 ibcr_core_blob_end:
+
+section .note.GNU-stack noalloc noexec nowrite progbits

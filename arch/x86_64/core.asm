@@ -9,6 +9,7 @@ default rel
 section .head progbits alloc exec nowrite align=16
 
 extern core_main		; void core_main(struct plan *)
+global core_start
 global ibcr_syscall6
 global ibcr_clone3
 global ibcr_sigreturn
@@ -68,3 +69,5 @@ ibcr_sigreturn:
 	mov eax, 15		; __NR_rt_sigreturn
 	syscall
 	ud2
+
+section .note.GNU-stack noalloc noexec nowrite progbits

@@ -16,3 +16,5 @@ ibcr_enter:
 	mov rdi, rsi
 	xor ebp, ebp
 	jmp rax
+
+section .note.GNU-stack noalloc noexec nowrite progbits

@@ -118,7 +118,11 @@ static void handover(struct plan *p)
 	/* Credentials changes made the mm non-dumpable; it was dumpable. */
 	if (p->flags & PLAN_SET_CREDS)
 		sys_prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-	if (sys_write(p->status_fd, "R", 1) != 1 ||
+	/* 'R' and where the plan is: the loader reads the rest from here */
+	uint8_t msg[9] = { 'R' };
+
+	__builtin_memcpy(msg + 1, &p, sizeof(p));
+	if (sys_write(p->status_fd, msg, sizeof(msg)) != sizeof(msg) ||
 	    sys_read(p->control_fd, &c, 1) != 1)
 		sys_exit_group(127);	/* the loader is gone: nobody to resume for */
 	sys_close(p->status_fd);

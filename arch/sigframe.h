@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef IBCR_SIGFRAME_H
+#define IBCR_SIGFRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What a frame is built from: one thread's saved state. */
+struct arch_thread_regs {
+	const uint8_t *gpregs;	/* struct arch_gpregs */
+	const uint8_t *fpregs;
+	uint32_t fpregs_size;
+	uint64_t sigmask;
+	uint64_t altstack_sp, altstack_size;
+	uint32_t altstack_flags;
+};
+
+/* Bytes an area must have for arch_build_frame. */
+size_t arch_frame_size(uint32_t fpregs_size);
+/* Builds the rt_sigframe in `area`; returns the frame's address. */
+void *arch_build_frame(void *area, const struct arch_thread_regs *t);
+
+#endif

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The x86_64 rt_sigframe that resumes a thread: rt_sigreturn restores
+ * every general register, flags, the signal mask, the alternate stack
+ * and (through the XSAVE area, in the same format PTRACE_GETREGSET
+ * NT_X86_XSTATE returned it) every FP/SSE/AVX/AVX-512 register at once.
+ * The layouts are the kernel's (arch/x86/include/asm/sigframe.h and
+ * uapi/asm/sigcontext.h), spelled out so no libc header is involved.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "arch.h"
+#include "sigframe.h"
+
+#define UC_FP_XSTATE 0x1
+#define UC_SIGCONTEXT_SS 0x2
+#define UC_STRICT_RESTORE_SS 0x4
+#define FP_XSTATE_MAGIC1 0x46505853u
+#define FP_XSTATE_MAGIC2 0x46505845u
+#define SW_BYTES_OFFSET 464	/* struct _fpx_sw_bytes in the FXSAVE area */
+#define USER_CS 0x33
+#define USER_DS 0x2b
+
+struct k_sigcontext {
+	uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
+	uint64_t rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, eflags;
+	uint16_t cs, gs, fs, ss;
+	uint64_t err, trapno, oldmask, cr2, fpstate;
+	uint64_t reserved1[8];
+};
+
+struct k_ucontext {
+	uint64_t uc_flags;
+	uint64_t uc_link;
+	uint64_t ss_sp;
+	int32_t ss_flags, ss_pad;
+	uint64_t ss_size;
+	struct k_sigcontext mc;
+	uint64_t sigmask;
+};
+
+struct k_rt_sigframe {
+	uint64_t pretcode;
+	struct k_ucontext uc;
+	uint8_t info[128];
+};
+
+size_t arch_frame_size(uint32_t fpregs_size)
+{
+	return sizeof(struct k_rt_sigframe) + 64 + fpregs_size + 4 + 64;
+}
+
+static void copy_gpregs(struct k_sigcontext *mc, const struct arch_gpregs *r)
+{
+	mc->r8 = r->r8;
+	mc->r9 = r->r9;
+	mc->r10 = r->r10;
+	mc->r11 = r->r11;
+	mc->r12 = r->r12;
+	mc->r13 = r->r13;
+	mc->r14 = r->r14;
+	mc->r15 = r->r15;
+	mc->rdi = r->rdi;
+	mc->rsi = r->rsi;
+	mc->rbp = r->rbp;
+	mc->rbx = r->rbx;
+	mc->rdx = r->rdx;
+	mc->rax = r->rax;
+	mc->rcx = r->rcx;
+	mc->rsp = r->rsp;
+	mc->rip = r->rip;
+	mc->eflags = r->eflags;
+	mc->cs = USER_CS;
+	mc->ss = USER_DS;
+}
+
+/* Only an XSAVE area with its software-reserved magic restores AVX state. */
+static int is_xsave(const uint8_t *fp, uint32_t size, uint32_t *xstate_size)
+{
+	uint32_t magic, xs;
+
+	if (size < 512 + 64)
+		return 0;
+	memcpy(&magic, fp + SW_BYTES_OFFSET, 4);
+	memcpy(&xs, fp + SW_BYTES_OFFSET + 16, 4);
+	if (magic != FP_XSTATE_MAGIC1 || xs > size)
+		return 0;
+	*xstate_size = xs;
+	return 1;
+}
+
+void *arch_build_frame(void *area, const struct arch_thread_regs *t)
+{
+	uintptr_t base = ((uintptr_t)area + 15) & ~(uintptr_t)15;
+	struct k_rt_sigframe *f = (struct k_rt_sigframe *)base;
+	uintptr_t fp = (base + sizeof(*f) + 63) & ~(uintptr_t)63;
+	uint32_t xs;
+
+	memset(f, 0, sizeof(*f));
+	f->uc.uc_flags = UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS;
+	f->uc.ss_sp = t->altstack_sp;
+	f->uc.ss_flags = (int32_t)(t->altstack_flags & ~1u);	/* not SS_ONSTACK */
+	f->uc.ss_size = t->altstack_size;
+	copy_gpregs(&f->uc.mc, (const struct arch_gpregs *)t->gpregs);
+	f->uc.sigmask = t->sigmask;
+	if (t->fpregs_size) {
+		memcpy((void *)fp, t->fpregs, t->fpregs_size);
+		if (is_xsave(t->fpregs, t->fpregs_size, &xs)) {
+			uint32_t magic2 = FP_XSTATE_MAGIC2;
+
+			memcpy((uint8_t *)fp + xs, &magic2, 4);
+			f->uc.uc_flags |= UC_FP_XSTATE;
+		}
+		f->uc.mc.fpstate = fp;
+	}
+	return f;
+}

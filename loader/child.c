@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The child that becomes the restored process: files, working
+ * directory, the plan in the hole, then the jump into the core. Errors
+ * before the jump go to the parent through the status pipe, like the
+ * core's own.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "loader.h"
+
+static __attribute__((noreturn)) void child_fail(int fd, const struct ibcr_err *e)
+{
+	char msg[sizeof(e->msg) + 1];
+	size_t n = strlen(e->msg);
+
+	msg[0] = 'E';
+	memcpy(msg + 1, e->msg, n);
+	if (write(fd, msg, n + 1) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+void run_child(struct restore *rs)
+{
+	struct ibcr_err e = { "" };
+	struct plan *plan;
+	uint64_t entry, sp;
+	sigset_t all;
+
+	if (setup_files(rs, &e) || build_plan(rs, &entry, &plan, &sp, &e))
+		child_fail(rs->status_fd, &e);
+	/* Signals wait until each thread's own mask comes back. */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	ibcr_enter(entry, plan, sp);
+}

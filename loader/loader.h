@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef IBCR_LOADER_H
+#define IBCR_LOADER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+#include "image_io.h"
+#include "model.h"
+#include "plan.h"
+
+/* One restore of one process, as the loader's musl part prepares it. */
+struct restore {
+	struct img_reader *r;
+	struct ibcr_process_state *ps;
+	uint32_t proc;		/* index in the image */
+	int status_fd;		/* child -> parent */
+	int control_fd;		/* parent -> child */
+	int exact_pid;		/* got the saved PID */
+	int set_creds;
+	int *map_fds;		/* per region: its file, or -1 */
+	int exe_fd;
+	int verbose;
+};
+
+/* preflight.c: checks that need no change to anything */
+int preflight(struct restore *rs, struct ibcr_err *e);
+
+/* files.c (child) */
+int setup_files(struct restore *rs, struct ibcr_err *e);
+
+/* plan.c (child): maps the hole, fills it, returns where to jump */
+int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
+	       uint64_t *sp, struct ibcr_err *e);
+
+/* finalize.c (parent) */
+int finalize(pid_t child, int status_fd, int control_fd, int verbose,
+	     struct ibcr_err *e);
+
+/* enter.asm */
+__attribute__((noreturn)) void ibcr_enter(uint64_t entry, struct plan *p, uint64_t sp);
+
+/* blob.asm */
+extern const uint8_t ibcr_core_blob[], ibcr_core_blob_end[];
+
+/* Header at the start of the core blob (arch/<arch>/core.*). */
+struct core_blob_head {
+	uint64_t magic;
+	uint32_t entry;
+	uint32_t syscall_insn;
+};
+#define CORE_BLOB_MAGIC 0x45524f4352434249ull /* "IBCRCORE" */
+
+#endif

@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Builds the restore plan in "the hole": an address range that overlaps
+ * neither any saved region nor anything the loader has mapped. The hole
+ * holds the core's code, the plan, the strings and tables it points to,
+ * a stack and an rt_sigframe per thread, and room to park the kernel's
+ * special mappings while they move.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "arch.h"
+#include "buf.h"
+#include "loader.h"
+#include "procfs.h"
+#include "sigframe.h"
+
+#define CORE_STACK (64ul << 10)	/* must match the core's thread.c */
+#define MARGIN (2ul << 20)	/* keep clear of neighbours, stack guard gaps */
+
+struct arena {
+	uint8_t *base;
+	size_t size, used;
+};
+
+static void *take(struct arena *a, size_t n, size_t align)
+{
+	size_t at = (a->used + align - 1) & ~(align - 1);
+	void *p;
+
+	if (at + n > a->size) {
+		fprintf(stderr, "restart-loader: internal error: hole too small\n");
+		abort();
+	}
+	p = a->base + at;
+	a->used = at + n;
+	return p;
+}
+
+static char *take_str(struct arena *a, const char *s)
+{
+	return strcpy(take(a, strlen(s) + 1, 1), s);
+}
+
+static size_t hole_size(const struct ibcr_process_state *ps, size_t pg)
+{
+	size_t n = (size_t)(ibcr_core_blob_end - ibcr_core_blob) + sizeof(struct plan) +
+		   CORE_STACK + 64 * 1024;
+
+	n += ps->nvmas * (sizeof(struct plan_vma) + 16) + ps->nruns * sizeof(struct ibcr_run);
+	for (uint32_t i = 0; i < ps->nvmas; i++)
+		n += strlen(ps->vma_names[i]) + 1;
+	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {
+		const struct ibcr_thread_state *t = &ps->threads[i];
+
+		n += sizeof(struct plan_thread) + CORE_STACK + 64 +
+		     arch_frame_size(t->rec.fpregs_size) +
+		     (size_t)(t->rec.nsiginfo + t->rec.nsiginfo_shared) * IBCR_SIGINFO_SIZE;
+	}
+	n += IBCR_NSIG * sizeof(struct ibcr_sigaction) + 64 * 8 + 64 * 4;
+	return (n + pg - 1) & ~(pg - 1);
+}
+
+struct span {
+	uint64_t start, end;
+};
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Highest gap below the arch's top that fits `size` with margins. */
+static int find_hole(const struct ibcr_process_state *ps, size_t size, uint64_t *at,
+		     struct ibcr_err *e)
+{
+	struct maps_entry *m;
+	size_t n, cnt = 0;
+	struct span *s;
+	uint64_t top = ARCH_TASK_TOP - MARGIN;
+
+	if (maps_read(0, 0, &m, &n, e))
+		return -1;
+	s = xmalloc(sizeof(*s) * (n + ps->nvmas + 1));
+	for (size_t i = 0; i < n; i++)
+		if (m[i].end <= ARCH_TASK_TOP)
+			s[cnt++] = (struct span){ m[i].start, m[i].end };
+	for (uint32_t i = 0; i < ps->nvmas; i++)
+		s[cnt++] = (struct span){ ps->vmas[i].start, ps->vmas[i].end };
+	maps_free(m, n);
+	qsort(s, cnt, sizeof(*s), cmp_span);
+	for (size_t i = cnt; i-- > 0; ) {
+		uint64_t lo = s[i].end + MARGIN;
+
+		if (lo < top && top - lo >= size) {
+			*at = top - size;
+			free(s);
+			return 0;
+		}
+		if (s[i].start < top)
+			top = s[i].start > MARGIN ? s[i].start - MARGIN : 0;
+	}
+	free(s);
+	return ibcr_fail(e, "no free address range of %zu bytes for the restore code", size);
+}
+
+static size_t count_park(const struct ibcr_process_state *ps)
+{
+	size_t park = 0;
+
+	for (uint32_t i = 0; i < ps->nvmas; i++)
+		if (ps->vmas[i].kind == IBCR_VMA_SPECIAL)
+			park += ps->vmas[i].end - ps->vmas[i].start;
+	return park;
+}
+
+static int plan_specials(struct plan *p, struct arena *a, const struct ibcr_process_state *ps,
+			 uint64_t park, struct ibcr_err *e)
+{
+	struct maps_entry *m;
+	size_t n;
+
+	if (maps_read(0, 0, &m, &n, e))
+		return -1;
+	p->special = take(a, sizeof(struct plan_special) * (ps->nvmas + 1), 8);
+	for (uint32_t i = 0; i < ps->nvmas; i++) {
+		const struct ibcr_vma *v = &ps->vmas[i];
+
+		if (v->kind != IBCR_VMA_SPECIAL)
+			continue;
+		for (size_t k = 0; k < n; k++)
+			if (!strcmp(m[k].path, ps->vma_names[i])) {
+				struct plan_special *s = &p->special[p->nspecial++];
+
+				s->cur = m[k].start;
+				s->len = m[k].end - m[k].start;
+				s->park = park;
+				s->target = v->start;
+				park += s->len;
+			}
+	}
+	maps_free(m, n);
+	return 0;
+}
+
+/* Everything below the top except the hole and the special mappings. */
+static void plan_unmap(struct plan *p, struct arena *a)
+{
+	struct span keep[64];
+	size_t nk = 0;
+	uint64_t at = 0;
+	struct plan_range *r = take(a, sizeof(*r) * 66, 8);
+
+	keep[nk++] = (struct span){ p->hole_start, p->hole_start + p->hole_len };
+	for (uint64_t i = 0; i < p->nspecial && nk < 64; i++)
+		keep[nk++] = (struct span){ p->special[i].cur,
+					    p->special[i].cur + p->special[i].len };
+	qsort(keep, nk, sizeof(keep[0]), cmp_span);
+	p->unmap = r;
+	for (size_t i = 0; i < nk; i++) {
+		if (keep[i].start > at)
+			r[p->nunmap++] = (struct plan_range){ at, keep[i].start };
+		at = keep[i].end;
+	}
+	if (at < ARCH_TASK_TOP)
+		r[p->nunmap++] = (struct plan_range){ at, ARCH_TASK_TOP };
+}
+
+static void plan_vmas(struct plan *p, struct arena *a, struct restore *rs)
+{
+	const struct ibcr_process_state *ps = rs->ps;
+	struct ibcr_run *runs = take(a, sizeof(*runs) * (ps->nruns + 1), 8);
+	struct plan_vma *pv = take(a, sizeof(*pv) * (ps->nvmas + 1), 8);
+
+	memcpy(runs, ps->runs, sizeof(*runs) * ps->nruns);
+	for (uint32_t i = 0; i < ps->nvmas; i++) {
+		const struct ibcr_vma *v = &ps->vmas[i];
+
+		pv[i] = (struct plan_vma){
+			.start = v->start, .end = v->end, .pgoff = v->pgoff,
+			.prot = v->prot, .flags = v->flags, .kind = v->kind,
+			.madv = v->madv, .fd = rs->map_fds[i], .data_crc = v->data_crc,
+			.runs = runs + v->run0, .nruns = v->nruns,
+			.data_off = ps->pages_off + v->data_off, .data_len = v->data_len,
+			.name = take_str(a, ps->vma_names[i]),
+		};
+	}
+	p->vmas = pv;
+	p->nvmas = ps->nvmas;
+}
+
+static void plan_thread(struct plan_thread *pt, struct arena *a,
+			const struct ibcr_thread_state *t)
+{
+	const struct ibcr_thread *r = &t->rec;
+	struct arch_thread_regs regs = {
+		.gpregs = t->gpregs, .fpregs = t->fpregs, .fpregs_size = r->fpregs_size,
+		.sigmask = r->sigmask, .altstack_sp = r->altstack_sp,
+		.altstack_size = r->altstack_size, .altstack_flags = r->altstack_flags,
+	};
+	uint8_t *si;
+
+	*pt = (struct plan_thread){
+		.tid = r->tid, .ctid = r->clear_child_tid, .ctid_mode = r->ctid_mode,
+		.rseq_len = r->rseq_len, .rseq_ptr = r->rseq_ptr, .rseq_sig = r->rseq_sig,
+		.altstack_flags = r->altstack_flags, .altstack_sp = r->altstack_sp,
+		.altstack_size = r->altstack_size, .robust_list = r->robust_list,
+		.robust_len = r->robust_len, .nsiginfo = r->nsiginfo,
+	};
+	arch_thread_tls(t->gpregs, r->tls, pt->tls);
+	memcpy(pt->comm, r->comm, sizeof(pt->comm));
+	pt->stack_top = (uint64_t)(uintptr_t)take(a, CORE_STACK, 64) + CORE_STACK;
+	pt->frame = arch_build_frame(take(a, arch_frame_size(r->fpregs_size), 64), &regs);
+	si = take(a, (size_t)r->nsiginfo * IBCR_SIGINFO_SIZE + 1, 8);
+	memcpy(si, t->siginfo, (size_t)r->nsiginfo * IBCR_SIGINFO_SIZE);
+	pt->siginfo = si;
+}
+
+static void plan_process(struct plan *p, struct arena *a, struct restore *rs)
+{
+	const struct ibcr_process_state *ps = rs->ps;
+	const struct ibcr_proc *r = &ps->rec;
+	const struct ibcr_thread_state *main_thread = &ps->threads[0];
+	uint64_t *auxv = take(a, sizeof(r->auxv), 8);
+	struct ibcr_sigaction *sa = take(a, sizeof(ps->sigact), 8);
+	uint8_t *shared;
+
+	memcpy(auxv, r->auxv, sizeof(r->auxv));
+	p->mm = (struct plan_mm_map){
+		.start_code = r->start_code, .end_code = r->end_code,
+		.start_data = r->start_data, .end_data = r->end_data,
+		.start_brk = r->start_brk, .brk = r->brk, .start_stack = r->start_stack,
+		.arg_start = r->arg_start, .arg_end = r->arg_end,
+		.env_start = r->env_start, .env_end = r->env_end,
+		.auxv = auxv, .auxv_size = r->auxv_words * 8,
+		.exe_fd = rs->exe_fd >= 0 ? (uint32_t)rs->exe_fd : (uint32_t)-1,
+	};
+	memcpy(sa, ps->sigact, sizeof(ps->sigact));
+	p->sigact = sa;
+	memcpy(p->rlim, r->rlim, sizeof(p->rlim));
+	memcpy(p->itimer, r->itimer, sizeof(p->itimer));
+	memcpy(p->uid, r->uid, sizeof(p->uid));
+	memcpy(p->gid, r->gid, sizeof(p->gid));
+	p->ngroups = r->ngroups;
+	memcpy(p->groups, r->groups, sizeof(p->groups));
+	p->nthreads = r->nthreads;
+	p->threads = take(a, sizeof(struct plan_thread) * r->nthreads, 8);
+	for (uint32_t i = 0; i < r->nthreads; i++)
+		plan_thread(&p->threads[i], a, &ps->threads[i]);
+	p->nsiginfo_shared = main_thread->rec.nsiginfo_shared;
+	shared = take(a, (size_t)p->nsiginfo_shared * IBCR_SIGINFO_SIZE + 1, 8);
+	memcpy(shared, main_thread->siginfo +
+	       (size_t)main_thread->rec.nsiginfo * IBCR_SIGINFO_SIZE,
+	       (size_t)p->nsiginfo_shared * IBCR_SIGINFO_SIZE);
+	p->siginfo_shared = shared;
+}
+
+static void plan_fds(struct plan *p, struct arena *a, struct restore *rs)
+{
+	int32_t *fds = take(a, sizeof(int32_t) * (rs->ps->nvmas + 1), 4);
+
+	p->nclose = 0;
+	for (uint32_t i = 0; i < rs->ps->nvmas; i++) {
+		int dup = 0;
+
+		for (int k = 0; k < p->nclose && !dup; k++)
+			dup = fds[k] == rs->map_fds[i];
+		if (rs->map_fds[i] >= 0 && !dup)
+			fds[p->nclose++] = rs->map_fds[i];
+	}
+	if (rs->exe_fd >= 0)
+		fds[p->nclose++] = rs->exe_fd;
+	p->close_fds = fds;
+}
+
+int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
+	       uint64_t *sp, struct ibcr_err *e)
+{
+	size_t pg = (size_t)getpagesize(), blob = (size_t)(ibcr_core_blob_end - ibcr_core_blob);
+	size_t park = count_park(rs->ps), size = hole_size(rs->ps, pg);
+	const struct core_blob_head *head = (const void *)ibcr_core_blob;
+	struct arena a;
+	struct plan *p;
+	uint64_t at = 0, park_at;
+	void *hole;
+
+	if (head->magic != CORE_BLOB_MAGIC)
+		return ibcr_fail(e, "internal error: restore core blob is damaged");
+	if (find_hole(rs->ps, size + park, &at, e))
+		return -1;
+	hole = mmap((void *)(uintptr_t)at, size + park, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (hole == MAP_FAILED || (uint64_t)(uintptr_t)hole != at)
+		return ibcr_fail_errno(e, errno, "mapping the restore area at %#llx",
+				       (unsigned long long)at);
+	/* parking space for the special mappings: unmapped, reserved */
+	park_at = at + size;
+	munmap((void *)(uintptr_t)park_at, park);
+	a = (struct arena){ hole, size, 0 };
+	memcpy(take(&a, blob, pg), ibcr_core_blob, blob);
+	p = take(&a, sizeof(*p), 64);
+	memset(p, 0, sizeof(*p));
+	p->magic = PLAN_MAGIC;
+	p->hole_start = at;
+	p->hole_len = size + park;
+	p->page_size = (uint32_t)pg;
+	p->img_fd = rs->r->fd;
+	p->status_fd = rs->status_fd;
+	p->control_fd = rs->control_fd;
+	p->flags = (rs->exact_pid ? PLAN_EXACT_TIDS : 0) | (rs->set_creds ? PLAN_SET_CREDS : 0);
+	p->image_path = take_str(&a, rs->r->path);
+	if (plan_specials(p, &a, rs->ps, park_at, e))
+		return -1;
+	plan_vmas(p, &a, rs);
+	plan_process(p, &a, rs);
+	plan_fds(p, &a, rs);
+	plan_unmap(p, &a);
+	*sp = (uint64_t)(uintptr_t)take(&a, CORE_STACK, 64) + CORE_STACK;
+	if (mprotect(hole, (blob + pg - 1) & ~(pg - 1), PROT_READ | PROT_EXEC))
+		return ibcr_fail_errno(e, errno, "protecting the restore code");
+	*entry = at + head->entry;
+	*plan = p;
+	return 0;
+}
