@@ -154,6 +154,29 @@ static int check_end(struct img_reader *r, struct img_section *s, uint32_t n,
 	return 0;
 }
 
+/* Bytes that no CRC covers must be zero, so that no flipped byte passes. */
+static int check_zero(struct img_reader *r, uint64_t off, uint64_t len,
+		      struct ibcr_err *e)
+{
+	uint8_t buf[4096];
+
+	while (len) {
+		size_t k = len < sizeof(buf) ? (size_t)len : sizeof(buf);
+
+		if (read_at(r->fd, buf, k, off))
+			return ibcr_fail_errno(e, errno, "image %s: reading at %llu",
+					       r->path, (unsigned long long)off);
+		for (size_t i = 0; i < k; i++)
+			if (buf[i])
+				return ibcr_fail(e, "image %s: padding at offset %llu is "
+						 "corrupt (not zero)", r->path,
+						 (unsigned long long)(off + i));
+		off += k;
+		len -= k;
+	}
+	return 0;
+}
+
 int imgr_open(struct img_reader *r, const char *path, struct ibcr_err *e)
 {
 	struct stat st;
@@ -181,8 +204,11 @@ int imgr_open(struct img_reader *r, const char *path, struct ibcr_err *e)
 	r->secs = xmalloc(sizeof(*r->secs) * cap);
 	for (off = sizeof(struct ibcr_file_hdr);; ) {
 		struct img_section *s;
+		uint64_t aligned = (off + 7) & ~7ull;
 
-		off = (off + 7) & ~7ull;
+		if (aligned > off && aligned <= r->size && check_zero(r, off, aligned - off, e))
+			goto fail;
+		off = aligned;
 		if (r->nsecs == cap) {
 			cap *= 2;
 			r->secs = xrealloc(r->secs, sizeof(*r->secs) * cap);
@@ -194,7 +220,8 @@ int imgr_open(struct img_reader *r, const char *path, struct ibcr_err *e)
 				  (unsigned long long)r->size);
 			goto fail;
 		}
-		if (read_sec(r, r->nsecs, off, s, e))
+		if (read_sec(r, r->nsecs, off, s, e) ||
+		    check_zero(r, off + sizeof(s->h), s->h.pad, e))
 			goto fail;
 		if (s->h.type == IBCR_SEC_END) {
 			if (check_end(r, s, r->nsecs, e))

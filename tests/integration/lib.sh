@@ -1,0 +1,130 @@
+# shellcheck shell=bash
+# Sourced by every integration test (tests/integration/t_*.sh). A test is a
+# bash script that starts real processes, checkpoints them with `saver`,
+# restarts them with `restart-loader` and checks what a user would check.
+# It exits 0 when every check held, 1 otherwise; `skip` does not exist on
+# purpose: a check that cannot run here fails.
+set -euo pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+B=${IBCR_BUILD:-$TOP/build}
+SAVER=$B/saver
+LOADER=$B/restart-loader
+INFO=$B/ckpt-info
+PROGS=$B/tests/progs
+T=$(mktemp -d /tmp/ibcr-test.XXXXXX)
+TEST_NAME=$(basename "$0" .sh)
+STARTED=()
+
+# Everything a test started dies with it, whatever happens.
+cleanup() {
+	local p
+	for p in "${STARTED[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL $TEST_NAME: $*" >&2
+	for f in "$T"/*.out "$T"/*.err; do
+		[ -f "$f" ] || continue
+		echo "--- $f (last lines)" >&2
+		tail -n 8 "$f" >&2
+	done
+	exit 1
+}
+
+note() { echo "  $TEST_NAME: $*" >&2; }
+
+# start OUT CMD...: runs CMD in the background, stdin /dev/null, stdout and
+# stderr to OUT, no other inherited descriptors. Sets PID.
+start() {
+	local out=$1
+	shift
+	(
+		for fd in /proc/$BASHPID/fd/*; do
+			fd=${fd##*/}
+			[ "$fd" -gt 2 ] && eval "exec $fd>&-"
+		done
+		exec "$@" </dev/null >"$out" 2>&1
+	) &
+	PID=$!
+	STARTED+=("$PID")
+}
+
+# wait_line FILE REGEX [SECONDS]: waits until a line of FILE matches.
+wait_line() {
+	local file=$1 re=$2 secs=${3:-30} i
+	for ((i = 0; i < secs * 20; i++)); do
+		grep -qE -- "$re" "$file" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	fail "no line matching '$re' in $file after ${secs}s"
+}
+
+# checkpoint PID IMAGE [SAVER-ARGS...]: saver must succeed and leave IMAGE.
+checkpoint() {
+	local pid=$1 img=$2
+	shift 2
+	"$SAVER" "$@" -o "$img" "$pid" 2>"$T/saver.err" ||
+		fail "saver $* -o $img $pid failed: $(cat "$T/saver.err")"
+	[ -s "$img" ] || fail "saver left no image $img"
+	"$INFO" --verify "$img" >"$T/info.out" 2>&1 || fail "ckpt-info --verify $img failed"
+}
+
+# checkpoint_kill PID IMAGE: checkpoint with --kill, and reap the process.
+checkpoint_kill() {
+	checkpoint "$1" "$2" --kill
+	wait "$1" 2>/dev/null || true
+}
+
+# restart IMAGE: runs restart-loader in the background (stdout and stderr
+# to $T/loader.out unless LOADER_OUT is set). Sets LPID (the loader) and
+# RPID (the restored process, once it shows up).
+restart() {
+	local img=$1 out=${LOADER_OUT:-$T/loader.out} i
+	timeout "${RESTART_TIMEOUT:-120}" "$LOADER" "$img" >>"$out" 2>&1 &
+	LPID=$!
+	STARTED+=("$LPID")
+	RPID=
+	for ((i = 0; i < 400; i++)); do
+		RPID=$(pgrep -P "$LPID" | head -n 1 || true)
+		# the loader's child is the restored process (timeout's child is the loader)
+		[ -n "$RPID" ] && RPID=$(pgrep -P "$RPID" | head -n 1 || true)
+		[ -n "$RPID" ] && break
+		sleep 0.05
+	done
+	[ -n "$RPID" ] || fail "restart-loader $img started no process: $(cat "$out")"
+	STARTED+=("$RPID")
+}
+
+# ticks FILE: the numbers of the "tick N" lines, one per line.
+ticks() { sed -n 's/^tick \([0-9]*\).*/\1/p' "$1"; }
+
+# assert_ticks_continuous FILE: ticks run 0,1,2,... with no gap or repeat.
+assert_ticks_continuous() {
+	local file=$1 want=0 n
+	while read -r n; do
+		[ "$n" = "$want" ] || fail "$file: tick $n where $want was expected (restart from zero, gap or repeat)"
+		want=$((want + 1))
+	done < <(ticks "$file")
+	[ "$want" -gt 0 ] || fail "$file has no ticks"
+}
+
+# last_tick FILE
+last_tick() { ticks "$1" | tail -n 1; }
+
+# pids_in FILE: the distinct "pid P" values of tick lines.
+pids_in() { sed -n 's/^tick [0-9]* pid \([0-9]*\).*/\1/p' "$1" | sort -u; }
+
+# maps PID: address ranges, permissions and names, for comparing layouts.
+maps() { awk '{ print $1, $2, $6 }' "/proc/$1/maps"; }
+
+is_root() { [ "$(id -u)" = 0 ]; }
+
+# expect_pid ORIGINAL RESTORED: the same PID when root can have it.
+expect_pid() {
+	if is_root && [ "$1" != "$2" ]; then
+		fail "restored pid $2, original $1 (as root the pid must be kept)"
+	fi
+}

@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of the image format: round trip of every record, and that
+ * each kind of damage (truncation, any flipped byte, a newer version,
+ * another architecture) is refused with a message naming what is wrong.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "crc32c.h"
+#include "fmt.h"
+#include "image_io.h"
+
+static char path[256];
+static const uint64_t PG = 4096;
+
+static void crc_vectors(void **state)
+{
+	uint8_t zeros[32] = { 0 };
+
+	(void)state;
+	assert_int_equal(crc32c(0, "123456789", 9), 0xe3069283);
+	assert_int_equal(crc32c(0, zeros, 32), 0x8a9136aa);
+	/* continuing over a split gives the same result */
+	assert_int_equal(crc32c(crc32c(0, "12345", 5), "6789", 4), 0xe3069283);
+}
+
+/* A small but complete process: 2 threads, 3 regions, 1 file, 2 runs. */
+static void fill_process(struct ibcr_process_state *ps)
+{
+	static uint8_t gp[2][216], fp[2][832], si[128];
+	static struct ibcr_thread_state th[2];
+	static struct ibcr_vma vmas[3];
+	static char *names[3] = { "[heap]", "/usr/lib/libc.so", "[vdso]" };
+	static struct ibcr_run runs[2] = { { 0x10000, 2 }, { 0x13000, 1 } };
+	static struct ibcr_fd fds[1] = { { .fd = 3, .kind = IBCR_FD_REG, .pos = 77 } };
+	static char *fd_paths[1] = { "/etc/hostname" };
+
+	memset(ps, 0, sizeof(*ps));
+	ps->rec.pid = 4242;
+	ps->rec.nthreads = 2;
+	ps->rec.brk = 0x123000;
+	strcpy(ps->rec.comm, "demo");
+	ps->exe = "/bin/demo";
+	ps->cwd = "/tmp";
+	ps->cmdline = "demo\0-x";
+	ps->rec.cmdline_len = 8;
+	for (int i = 0; i < 2; i++) {
+		memset(gp[i], 0x10 + i, sizeof(gp[i]));
+		memset(fp[i], 0x20 + i, sizeof(fp[i]));
+		th[i].rec.tid = 4242 + i;
+		th[i].rec.gpregs_size = sizeof(gp[i]);
+		th[i].rec.fpregs_size = sizeof(fp[i]);
+		th[i].gpregs = gp[i];
+		th[i].fpregs = fp[i];
+		th[i].siginfo = si;
+	}
+	th[1].rec.nsiginfo = 1;
+	memset(si, 0x5a, sizeof(si));
+	ps->threads = th;
+	ps->sigact[9].handler = 0xdeadbeef;
+	vmas[0] = (struct ibcr_vma){ .start = 0x10000, .end = 0x14000, .prot = 3,
+				     .kind = IBCR_VMA_ANON, .run0 = 0, .nruns = 2 };
+	vmas[1] = (struct ibcr_vma){ .start = 0x20000, .end = 0x30000, .prot = 5,
+				     .kind = IBCR_VMA_FILE, .file_size = 99 };
+	vmas[2] = (struct ibcr_vma){ .start = 0x40000, .end = 0x42000, .prot = 5,
+				     .kind = IBCR_VMA_SPECIAL };
+	ps->nvmas = 3;
+	ps->vmas = vmas;
+	ps->vma_names = names;
+	ps->nruns = 2;
+	ps->runs = runs;
+	ps->nfds = 1;
+	ps->fds = fds;
+	ps->fd_paths = fd_paths;
+}
+
+static void write_test_image(void)
+{
+	struct ibcr_process_state ps;
+	struct img_writer w;
+	struct ibcr_err e;
+	struct buf b = { 0 };
+	uint8_t page[4096];
+
+	fill_process(&ps);
+	assert_int_equal(imgw_open(&w, path, ibcr_host_arch(), 1, &e), 0);
+	enc_proc(&b, &ps);
+	assert_int_equal(imgw_section(&w, IBCR_SEC_PROC, 0, NULL, b.p, b.len, &e), 0);
+	for (int i = 0; i < 2; i++) {
+		b.len = 0;
+		enc_thread(&b, &ps.threads[i]);
+		assert_int_equal(imgw_section(&w, IBCR_SEC_THREAD, 0, NULL, b.p, b.len, &e), 0);
+	}
+	assert_int_equal(imgw_section(&w, IBCR_SEC_SIGACT, 0, NULL, ps.sigact,
+				      sizeof(ps.sigact), &e), 0);
+	b.len = 0;
+	enc_files(&b, &ps);
+	assert_int_equal(imgw_section(&w, IBCR_SEC_FILES, 0, NULL, b.p, b.len, &e), 0);
+	assert_int_equal(imgw_begin(&w, IBCR_SEC_PAGES, 0, IBCR_SECF_CRC_PER_REGION,
+				    (uint32_t)PG, &e), 0);
+	ps.vmas[0].data_off = imgw_payload_pos(&w);
+	for (int i = 0; i < 3; i++) {
+		memset(page, 'a' + i, sizeof(page));
+		assert_int_equal(imgw_data(&w, page, sizeof(page), &e), 0);
+		ps.vmas[0].data_crc = crc32c(ps.vmas[0].data_crc, page, sizeof(page));
+	}
+	ps.vmas[0].data_len = 3 * PG;
+	assert_int_equal(imgw_end(&w, &e), 0);
+	b.len = 0;
+	enc_vmas(&b, &ps);
+	assert_int_equal(imgw_section(&w, IBCR_SEC_VMAS, 0, NULL, b.p, b.len, &e), 0);
+	b.len = 0;
+	assert_int_equal(imgw_commit(&w, &e), 0);
+	buf_free(&b);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(path, sizeof(path), "/tmp/ibcr-unit-%d.ckpt", (int)getpid());
+	write_test_image();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unlink(path);
+	return 0;
+}
+
+static void round_trip(void **state)
+{
+	struct img_reader r;
+	struct ibcr_process_state ps;
+	struct ibcr_err e;
+
+	(void)state;
+	assert_int_equal(imgr_open(&r, path, &e), 0);
+	assert_int_equal(imgr_load_process(&r, 0, &ps, &e), 0);
+	assert_int_equal(ps.rec.pid, 4242);
+	assert_int_equal(ps.rec.brk, 0x123000);
+	assert_string_equal(ps.exe, "/bin/demo");
+	assert_string_equal(ps.cwd, "/tmp");
+	assert_memory_equal(ps.cmdline, "demo\0-x", 8);
+	assert_int_equal(ps.threads[1].rec.tid, 4243);
+	assert_int_equal(ps.threads[1].gpregs[5], 0x11);
+	assert_int_equal(ps.threads[1].fpregs[831], 0x21);
+	assert_int_equal(ps.threads[1].rec.nsiginfo, 1);
+	assert_int_equal(ps.threads[1].siginfo[127], 0x5a);
+	assert_int_equal(ps.sigact[9].handler, 0xdeadbeef);
+	assert_int_equal(ps.nvmas, 3);
+	assert_string_equal(ps.vma_names[1], "/usr/lib/libc.so");
+	assert_int_equal(ps.runs[1].addr, 0x13000);
+	assert_int_equal(ps.fds[0].pos, 77);
+	assert_string_equal(ps.fd_paths[0], "/etc/hostname");
+	assert_int_equal(ps.pages_off % PG, 0);
+	assert_int_equal(imgr_verify_pages(&r, &ps, &e), 0);
+	ibcr_process_free(&ps);
+	imgr_close(&r);
+}
+
+/* Opens the (damaged) copy and loads and verifies everything in it. */
+static int check_copy(const char *copy, struct ibcr_err *e)
+{
+	struct img_reader r;
+	struct ibcr_process_state ps;
+	int rc;
+
+	if (imgr_open(&r, copy, e))
+		return -1;
+	rc = imgr_load_process(&r, 0, &ps, e);
+	if (!rc) {
+		rc = imgr_verify_pages(&r, &ps, e);
+		ibcr_process_free(&ps);
+	}
+	imgr_close(&r);
+	return rc;
+}
+
+static uint8_t *slurp(size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *p;
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	*n = (size_t)ftell(f);
+	rewind(f);
+	p = malloc(*n);
+	assert_int_equal(fread(p, 1, *n, f), *n);
+	fclose(f);
+	return p;
+}
+
+static void spit(const char *copy, const uint8_t *p, size_t n)
+{
+	FILE *f = fopen(copy, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(p, 1, n, f), n);
+	fclose(f);
+}
+
+/* Every truncation point is detected, and called a truncation. */
+static void truncated(void **state)
+{
+	char copy[300];
+	size_t n;
+	uint8_t *p = slurp(&n);
+	struct ibcr_err e;
+
+	(void)state;
+	snprintf(copy, sizeof(copy), "%s.trunc", path);
+	for (size_t len = 0; len < n; len += (len < 8192 ? 1 : 509)) {
+		spit(copy, p, len);
+		assert_int_not_equal(check_copy(copy, &e), 0);
+		if (len >= sizeof(struct ibcr_file_hdr) && !strstr(e.msg, "truncated")) {
+			fail_msg("length %zu: '%s' does not say truncated", len, e.msg);
+		}
+	}
+	unlink(copy);
+	free(p);
+}
+
+/* Flipping any single byte is caught; page data errors name the region. */
+static void flipped(void **state)
+{
+	char copy[300];
+	size_t n;
+	uint8_t *p = slurp(&n);
+	struct ibcr_err e;
+	size_t caught = 0, in_pages = 0;
+
+	(void)state;
+	snprintf(copy, sizeof(copy), "%s.flip", path);
+	for (size_t i = 0; i < n; i++) {
+		p[i] ^= 0x40;
+		spit(copy, p, n);
+		if (check_copy(copy, &e) != 0)
+			caught++;
+		else
+			fail_msg("flipping byte %zu went unnoticed", i);
+		if (strstr(e.msg, "region 0x10000-0x14000"))
+			in_pages++;
+		p[i] ^= 0x40;
+	}
+	assert_int_equal(caught, n);
+	assert_int_equal(in_pages, 3 * PG);
+	unlink(copy);
+	free(p);
+}
+
+static void rewrite_header(uint8_t *p, uint32_t version, uint32_t arch)
+{
+	struct ibcr_file_hdr h;
+
+	memcpy(&h, p, sizeof(h));
+	h.version = version;
+	h.arch = arch;
+	h.crc = crc32c(0, &h, offsetof(struct ibcr_file_hdr, crc));
+	memcpy(p, &h, sizeof(h));
+}
+
+static void newer_version_and_other_arch(void **state)
+{
+	char copy[300];
+	size_t n;
+	uint8_t *p = slurp(&n);
+	struct img_reader r;
+	struct ibcr_err e;
+
+	(void)state;
+	snprintf(copy, sizeof(copy), "%s.ver", path);
+	rewrite_header(p, IBCR_VERSION + 1, ibcr_host_arch());
+	spit(copy, p, n);
+	assert_int_not_equal(imgr_open(&r, copy, &e), 0);
+	assert_non_null(strstr(e.msg, "newer"));
+	/* another architecture still opens: the loader is the one to refuse */
+	rewrite_header(p, IBCR_VERSION, IBCR_ARCH_AARCH64 + IBCR_ARCH_X86_64 - ibcr_host_arch());
+	spit(copy, p, n);
+	assert_int_equal(imgr_open(&r, copy, &e), 0);
+	assert_int_not_equal(r.hdr.arch, ibcr_host_arch());
+	imgr_close(&r);
+	unlink(copy);
+	free(p);
+}
+
+static void abort_leaves_nothing(void **state)
+{
+	char out[300], tmp[340];
+	struct img_writer w;
+	struct ibcr_err e;
+	struct stat st;
+
+	(void)state;
+	snprintf(out, sizeof(out), "%s.aborted", path);
+	assert_int_equal(imgw_open(&w, out, ibcr_host_arch(), 1, &e), 0);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
+	assert_int_equal(stat(tmp, &st), 0);	/* written under a temporary name */
+	assert_int_not_equal(stat(out, &st), 0);
+	imgw_abort(&w);
+	assert_int_not_equal(stat(tmp, &st), 0);
+	assert_int_not_equal(stat(out, &st), 0);
+}
+
+static void formatter(void **state)
+{
+	char b[64];
+
+	(void)state;
+	fmt(b, sizeof(b), "r %#lx-%#lx (%s) %d %u%%", 0x1000ul, 0x2000ul, "x", -5, 7u);
+	assert_string_equal(b, "r 0x1000-0x2000 (x) -5 7%");
+	fmt(b, 8, "%s", "truncated here");
+	assert_string_equal(b, "truncat");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(crc_vectors),
+		cmocka_unit_test(formatter),
+		cmocka_unit_test_setup_teardown(round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(truncated, setup, teardown),
+		cmocka_unit_test_setup_teardown(flipped, setup, teardown),
+		cmocka_unit_test_setup_teardown(newer_version_and_other_arch, setup, teardown),
+		cmocka_unit_test(abort_leaves_nothing),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

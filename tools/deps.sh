@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what the build and the tests need, from Debian's packages, when
+# it is missing. Idempotent; quiet when there is nothing to do.
+#
+#   tools/deps.sh build   compilers and libraries for `make`
+#   tools/deps.sh check   the above, plus what `make check` runs
+set -euo pipefail
+
+BUILD_PKGS=(gcc make musl-tools musl-dev nasm zlib1g-dev libcmocka-dev libzstd-dev
+	binutils file)
+CHECK_PKGS=(python3 procps util-linux coreutils bash)
+
+missing() {
+	local p out=()
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			out+=("$p")
+	done
+	echo "${out[@]}"
+}
+
+install() {
+	local need
+	need=$(missing "$@")
+	[ -z "$need" ] && return 0
+	if [ "$(id -u)" != 0 ]; then
+		echo "deps: missing packages: $need (run as root to install them)" >&2
+		exit 1
+	fi
+	echo "deps: installing $need" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $need >/dev/null
+}
+
+case "${1:-build}" in
+build) install "${BUILD_PKGS[@]}" ;;
+check) install "${BUILD_PKGS[@]}" "${CHECK_PKGS[@]}" ;;
+*) echo "usage: $0 build|check" >&2; exit 2 ;;
+esac
