@@ -303,7 +303,8 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	park_at = at + size;
 	munmap((void *)(uintptr_t)park_at, park);
 	a = (struct arena){ hole, size, 0 };
-	memcpy(take(&a, blob, pg), ibcr_core_blob, blob);
+	/* whole pages: they become read+exec, the plan after them stays writable */
+	memcpy(take(&a, (blob + pg - 1) & ~(pg - 1), pg), ibcr_core_blob, blob);
 	p = take(&a, sizeof(*p), 64);
 	memset(p, 0, sizeof(*p));
 	p->magic = PLAN_MAGIC;

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# An unprivileged user checkpoints and restores its own process: no exact
+# pid (said once on stderr), no /proc/PID/exe change, but the program
+# continues with its memory intact and the restore area is removed.
+. "$(dirname "$0")/lib.sh"
+is_root || fail "this test drops from root to nobody; run it as root"
+chmod 755 "$T"
+cp "$PROGS/counter" "$T/counter"
+cat >"$T/job.sh" <<EOS
+cd "$T"
+for fd in /proc/\$\$/fd/*; do fd=\${fd##*/}; [ \$fd -gt 2 ] && eval "exec \$fd>&-"; done
+./counter 40 50 >prog.out 2>&1 </dev/null &
+pid=\$!
+while ! grep -q '^tick 5 ' prog.out 2>/dev/null; do sleep 0.05; done
+awk '{print \$1, \$2, \$6}' /proc/\$pid/maps >maps.before
+"$SAVER" --kill -o img.ckpt \$pid 2>saver.err || exit 10
+wait \$pid
+"$LOADER" img.ckpt 2>loader.err &
+lpid=\$!
+while ! grep -q '^tick 20 ' prog.out 2>/dev/null; do sleep 0.05; done
+rpid=\$(pgrep -P \$lpid)
+awk '{print \$1, \$2, \$6}' /proc/\$rpid/maps >maps.after
+diff maps.before maps.after >maps.diff || exit 11
+wait \$lpid || exit 12
+EOS
+chown -R 65534:65534 "$T"
+timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups bash "$T/job.sh" </dev/null 3>&- ||
+	fail "unprivileged checkpoint/restart failed (status $?: 10 saver, 11 layout, 12 program): $(cat "$T"/*.err "$T"/maps.diff 2>/dev/null)"
+grep -q "restoring with a new pid" "$T/loader.err" || fail "loader did not say the pid changed"
+[ "$(grep -c 'restoring with a new pid' "$T/loader.err")" = 1 ] || fail "said more than once"
+grep -q '^DONE' "$T/prog.out" || fail "program did not finish"
+grep -q FAIL "$T/prog.out" && fail "program found its memory changed"
+assert_ticks_continuous "$T/prog.out"
+[ "$(pids_in "$T/prog.out" | wc -l)" = 2 ] || fail "expected a new pid after restore"
+exit 0
