@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -75,6 +76,10 @@ static int read_status(int fd, char *msg, size_t size)
 static __attribute__((noreturn)) void exit_like(int st)
 {
 	if (WIFSIGNALED(st)) {
+		/* no core dump of ours: the program's own was made, or not */
+		struct rlimit none = { 0, 0 };
+
+		setrlimit(RLIMIT_CORE, &none);
 		signal(WTERMSIG(st), SIG_DFL);
 		raise(WTERMSIG(st));
 		_exit(128 + WTERMSIG(st));

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cpu.h"
 #include "crc32c.h"
 #include "loader.h"
 #include "procfs.h"
@@ -128,5 +129,12 @@ int preflight(struct restore *rs, struct ibcr_err *e)
 		return ibcr_fail(e, "working directory %s does not exist", ps->cwd);
 	if (check_fds(ps, e) || check_mapped_files(ps, e) || check_specials(ps, e))
 		return -1;
+	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {
+		char why[256];
+
+		if (arch_check_cpu(ps->threads[i].fpregs, ps->threads[i].rec.fpregs_size,
+				   why, sizeof(why)))
+			return ibcr_fail(e, "thread %d: %s", ps->threads[i].rec.tid, why);
+	}
 	return 0;
 }

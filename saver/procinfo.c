@@ -173,13 +173,49 @@ static int read_misc(struct target *t, struct ibcr_err *e)
 	return 0;
 }
 
+/* POSIX timers live in the kernel only; not restorable yet: refuse. */
+static int check_timers(struct target *t, struct ibcr_err *e)
+{
+	char path[64], *s;
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/timers", (int)t->pid);
+	if (proc_read(path, &s, NULL, e))
+		return -1;
+	if (s[0])
+		rc = ibcr_fail(e, "pid %d: has POSIX timers (timer_create): not "
+			       "supported yet", (int)t->pid);
+	free(s);
+	return rc;
+}
+
+/* Children are not saved (process trees come later): say so. */
+static void warn_children(struct target *t)
+{
+	char path[64], *s = NULL;
+	struct ibcr_err ignored;
+
+	for (uint32_t i = 0; i < t->nthreads; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)t->pid,
+			 (int)t->tids[i]);
+		if (!proc_read(path, &s, NULL, &ignored) && s[0]) {
+			s[strcspn(s, "\n")] = 0;
+			fprintf(stderr, "saver: warning: pid %d has child processes (%s) "
+				"that are not saved\n", (int)t->pid, s);
+		}
+		free(s);
+		s = NULL;
+	}
+}
+
 int capture_procinfo(struct target *t, struct ibcr_err *e)
 {
 	t->ps.rec.pid = t->pid;
 	t->ps.rec.nthreads = t->nthreads;
 	if (read_stat(t, e) || read_status(t, e) || read_auxv(t, e) ||
-	    read_exe(t, e) || read_misc(t, e))
+	    read_exe(t, e) || read_misc(t, e) || check_timers(t, e))
 		return -1;
+	warn_children(t);
 	if (t->ps.rec.flags & IBCR_PROCF_SECCOMP)
 		fprintf(stderr, "saver: warning: pid %d has a seccomp filter; it will "
 			"not be restored\n", (int)t->pid);

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef IBCR_CPU_H
+#define IBCR_CPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * 0 when this CPU can resume a thread with the saved FP/SIMD state
+ * (arch/<arch>/cpu.c); otherwise -1 and the reason in `why`.
+ */
+int arch_check_cpu(const uint8_t *fpregs, uint32_t size, char *why, size_t n);
+
+#endif

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Can this CPU run the saved threads? A program that found AVX-512 when
+ * it started keeps using it; resuming it on a CPU (or kernel) without
+ * that state component would make it die of SIGILL later, far from the
+ * cause. The saved XSAVE area says which components the saving kernel
+ * had enabled (the software-reserved bytes); each must be enabled here.
+ */
+#include <cpuid.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cpu.h"
+
+#define SW_BYTES_OFFSET 464
+#define FP_XSTATE_MAGIC1 0x46505853u
+
+static uint64_t enabled_xfeatures(void)
+{
+	unsigned int a, b, c, d;
+	uint32_t lo, hi;
+
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
+		return 0x3;	/* x87 and SSE only */
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+int arch_check_cpu(const uint8_t *fpregs, uint32_t size, char *why, size_t n)
+{
+	uint32_t magic;
+	uint64_t saved, here;
+
+	if (size < SW_BYTES_OFFSET + 16)
+		return 0;
+	memcpy(&magic, fpregs + SW_BYTES_OFFSET, 4);
+	if (magic != FP_XSTATE_MAGIC1)
+		return 0;	/* legacy FXSAVE only: every x86_64 has it */
+	memcpy(&saved, fpregs + SW_BYTES_OFFSET + 8, 8);
+	here = enabled_xfeatures();
+	if (!(saved & ~here))
+		return 0;
+	snprintf(why, n, "the image was saved where the CPU state components %#llx "
+		 "were enabled; here only %#llx are (a CPU without e.g. AVX-512)",
+		 (unsigned long long)saved, (unsigned long long)here);
+	return -1;
+}
