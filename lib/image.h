@@ -169,6 +169,7 @@ enum ibcr_fd_kind {
 	IBCR_FD_DIR = 2,	/* directory: reopened by path */
 	IBCR_FD_CHR = 3,	/* stateless character device: reopened by path */
 	IBCR_FD_STDIO = 4,	/* tty/pipe/socket on 0-2: rebound to loader's */
+	IBCR_FD_STAGE = 5,	/* owned by a stage (verbs): its section says how */
 };
 
 struct ibcr_fd {

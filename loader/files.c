@@ -133,6 +133,8 @@ int setup_files(struct restore *rs, struct ibcr_err *e)
 		const struct ibcr_fd *f = &ps->fds[i];
 		int fd;
 
+		if (f->kind == IBCR_FD_STAGE)
+			continue;	/* verbs_standins puts something there */
 		if (f->kind == IBCR_FD_STDIO) {
 			if (fcntl(f->fd, F_GETFD) < 0)
 				return ibcr_fail(e, "fd %d was a terminal, pipe or socket and is "
@@ -144,6 +146,8 @@ int setup_files(struct restore *rs, struct ibcr_err *e)
 		if (fd < 0 || move_high(&fd, base, "file", e) || place(f, fd, e))
 			return -1;
 	}
+	if (verbs_standins(rs, e))
+		return -1;
 	close_strays(rs, base);
 	if (chdir(ps->cwd))
 		return ibcr_fail_errno(e, errno, "changing to directory %s", ps->cwd);

@@ -10,6 +10,13 @@
 #include "model.h"
 #include "plan.h"
 
+/* Bytes the core writes into restored memory before threads resume. */
+struct poke {
+	uint64_t addr;
+	uint32_t len;
+	uint8_t *data;
+};
+
 /* One restore of one process, as the loader's musl part prepares it. */
 struct restore {
 	struct img_reader *r;
@@ -22,10 +29,17 @@ struct restore {
 	int *map_fds;		/* per region: its file, or -1 */
 	int exe_fd;
 	int verbose;
+	uint32_t npokes;
+	struct poke *pokes;
 };
 
 /* preflight.c: checks that need no change to anything */
 int preflight(struct restore *rs, struct ibcr_err *e);
+
+/* verbs.c: the loader's part of the verbs stage */
+int verbs_preflight(const struct ibcr_process_state *ps, struct ibcr_err *e);
+int verbs_standins(struct restore *rs, struct ibcr_err *e);
+void verbs_pokes(struct restore *rs);
 
 /* files.c (child) */
 int setup_files(struct restore *rs, struct ibcr_err *e);

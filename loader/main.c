@@ -11,6 +11,7 @@
  * the restored program runs in the foreground of the calling shell.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -72,7 +73,7 @@ static int read_status(int fd, char *msg, size_t size)
 	return msg[0];
 }
 
-/* Exits the way the restored process did. */
+/* Exits the way a restored process did. */
 static __attribute__((noreturn)) void exit_like(int st)
 {
 	if (WIFSIGNALED(st)) {
@@ -87,44 +88,76 @@ static __attribute__((noreturn)) void exit_like(int st)
 	_exit(WEXITSTATUS(st));
 }
 
-static int wait_child(pid_t child)
-{
-	int st;
+/* One process of the image being restored. */
+struct job {
+	struct ibcr_process_state ps;
+	struct restore rs;
+	pid_t child;
+	int status_fd, control_fd;
+	int st, exited;
+};
 
-	while (waitpid(child, &st, 0) < 0)
-		if (errno != EINTR)
-			return 127;
-	return st;
+static void kill_all(struct job *j, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (j[i].child > 0 && !j[i].exited) {
+			kill(j[i].child, SIGKILL);
+			while (waitpid(j[i].child, &j[i].st, 0) < 0 && errno == EINTR)
+				;
+			j[i].exited = 1;
+		}
 }
 
-static int supervise(pid_t child, int status_fd, int control_fd, int verbose)
+/* Waits until every restored process is ready; any failure stops them all. */
+static int wait_ready(struct job *j, uint32_t n)
 {
-	struct ibcr_err e = { "" };
 	char msg[600];
-	int c = read_status(status_fd, msg, sizeof(msg));
 
-	if (c != 'R') {
-		int st = wait_child(child);
+	for (uint32_t i = 0; i < n; i++) {
+		int c = read_status(j[i].status_fd, msg, sizeof(msg));
 
+		if (c == 'R')
+			continue;
 		if (c == 'E')
-			fprintf(stderr, "restart-loader: %s\n", msg);
+			fprintf(stderr, "restart-loader: pid %d: %s\n", j[i].ps.rec.pid, msg);
 		else
-			fprintf(stderr, "restart-loader: restore failed: the new process "
-				"ended (status %#x) before it was ready\n", st);
-		return 1;
+			fprintf(stderr, "restart-loader: pid %d: restore failed: the new "
+				"process ended before it was ready\n", j[i].ps.rec.pid);
+		kill_all(j, n);
+		return -1;
 	}
-	if (finalize(child, status_fd, control_fd, verbose, &e))
-		fprintf(stderr, "restart-loader: %s\n", e.msg);
-	close(status_fd);
-	close(control_fd);
-	/* Terminal signals reach the restored process itself; we just wait. */
-	signal(SIGINT, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
-	exit_like(wait_child(child));
+	return 0;
 }
 
-static int load(const char *path, struct img_reader *r, struct ibcr_process_state *ps,
-		struct ibcr_err *e)
+/* Exit status: a lone process's own; of several, the first failure's. */
+static __attribute__((noreturn)) void wait_all(struct job *j, uint32_t n)
+{
+	uint32_t left = n;
+
+	signal(SIGINT, SIG_IGN);	/* terminal signals reach the processes */
+	signal(SIGQUIT, SIG_IGN);
+	while (left) {
+		int st;
+		pid_t pid = waitpid(-1, &st, 0);
+
+		if (pid < 0 && errno == EINTR)
+			continue;
+		if (pid < 0)
+			break;
+		for (uint32_t i = 0; i < n; i++)
+			if (j[i].child == pid && !j[i].exited) {
+				j[i].st = st;
+				j[i].exited = 1;
+				left--;
+			}
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (n == 1 || !WIFEXITED(j[i].st) || WEXITSTATUS(j[i].st))
+			exit_like(j[i].st);
+	_exit(0);
+}
+
+static int open_image(const char *path, struct img_reader *r, struct ibcr_err *e)
 {
 	if (imgr_open(r, path, e))
 		return -1;
@@ -134,24 +167,70 @@ static int load(const char *path, struct img_reader *r, struct ibcr_process_stat
 	if (r->hdr.page_size != (uint32_t)getpagesize())
 		return ibcr_fail(e, "image %s has %u-byte pages; this system %d", path,
 				 r->hdr.page_size, getpagesize());
-	if (r->hdr.nprocs != 1)
-		return ibcr_fail(e, "image %s holds %u processes: restoring several is "
-				 "not supported yet", path, r->hdr.nprocs);
-	return imgr_load_process(r, 0, ps, e);
+	return 0;
+}
+
+/* Everything that can be checked before anything changes. */
+static int prepare(struct img_reader *r, struct job *j, int verbose, struct ibcr_err *e)
+{
+	for (uint32_t i = 0; i < r->hdr.nprocs; i++) {
+		struct job *x = &j[i];
+
+		x->rs = (struct restore){ .r = r, .ps = &x->ps, .proc = i, .exe_fd = -1,
+					  .verbose = verbose };
+		if (imgr_load_process(r, i, &x->ps, e) || preflight(&x->rs, e))
+			return -1;
+		x->rs.set_creds = geteuid() == 0 && (x->ps.rec.uid[0] || x->ps.rec.uid[1] ||
+						     x->ps.rec.gid[0] || x->ps.rec.gid[1]);
+		verbs_pokes(&x->rs);
+	}
+	return 0;
+}
+
+static int start(struct job *j, uint32_t n, int verbose)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		int status[2], control[2];
+
+		if (pipe2(status, O_CLOEXEC) || pipe2(control, O_CLOEXEC)) {
+			perror("restart-loader: pipe");
+			return -1;
+		}
+		fflush(NULL);
+		j[i].child = fork_as(j[i].ps.rec.pid, &j[i].rs.exact_pid, verbose);
+		if (j[i].child < 0) {
+			perror("restart-loader: fork");
+			return -1;
+		}
+		if (j[i].child == 0) {
+			close(status[0]);
+			close(control[1]);
+			for (uint32_t k = 0; k < i; k++) {
+				close(j[k].status_fd);
+				close(j[k].control_fd);
+			}
+			j[i].rs.status_fd = status[1];
+			j[i].rs.control_fd = control[0];
+			run_child(&j[i].rs);
+		}
+		close(status[1]);
+		close(control[0]);
+		j[i].status_fd = status[0];
+		j[i].control_fd = control[1];
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct img_reader r;
-	struct ibcr_process_state ps;
-	struct restore rs = { .r = &r, .ps = &ps, .exe_fd = -1 };
 	struct ibcr_err e = { "" };
-	int status[2], control[2], opt;
-	pid_t child;
+	struct job *j;
+	int opt, verbose = 0;
 
 	while ((opt = getopt(argc, argv, "vh")) != -1) {
 		if (opt == 'v')
-			rs.verbose = 1;
+			verbose = 1;
 		else {
 			usage(opt == 'h' ? stdout : stderr);
 			return opt == 'h' ? 0 : 2;
@@ -161,30 +240,24 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (load(argv[optind], &r, &ps, &e) || preflight(&rs, &e)) {
+	if (open_image(argv[optind], &r, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
-	rs.set_creds = geteuid() == 0 &&
-		       (ps.rec.uid[0] || ps.rec.uid[1] || ps.rec.gid[0] || ps.rec.gid[1]);
-	if (pipe(status) || pipe(control)) {
-		perror("restart-loader: pipe");
+	j = calloc(r.hdr.nprocs, sizeof(*j));
+	if (!j || prepare(&r, j, verbose, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", j ? e.msg : "out of memory");
 		return 1;
 	}
-	fflush(NULL);
-	child = fork_as(ps.rec.pid, &rs.exact_pid, rs.verbose);
-	if (child < 0) {
-		perror("restart-loader: fork");
+	if (start(j, r.hdr.nprocs, verbose) || wait_ready(j, r.hdr.nprocs)) {
+		kill_all(j, r.hdr.nprocs);
 		return 1;
 	}
-	if (child == 0) {
-		close(status[0]);
-		close(control[1]);
-		rs.status_fd = status[1];
-		rs.control_fd = control[0];
-		run_child(&rs);
+	for (uint32_t i = 0; i < r.hdr.nprocs; i++) {
+		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose, &e))
+			fprintf(stderr, "restart-loader: pid %d: %s\n", j[i].ps.rec.pid, e.msg);
+		close(j[i].status_fd);
+		close(j[i].control_fd);
 	}
-	close(status[1]);
-	close(control[0]);
-	return supervise(child, status[0], control[1], rs.verbose);
+	wait_all(j, r.hdr.nprocs);
 }

@@ -46,8 +46,9 @@ static char *take_str(struct arena *a, const char *s)
 	return strcpy(take(a, strlen(s) + 1, 1), s);
 }
 
-static size_t hole_size(const struct ibcr_process_state *ps, size_t pg)
+static size_t hole_size(const struct restore *rs, size_t pg)
 {
+	const struct ibcr_process_state *ps = rs->ps;
 	size_t n = (size_t)(ibcr_core_blob_end - ibcr_core_blob) + sizeof(struct plan) +
 		   CORE_STACK + 64 * 1024;
 
@@ -62,6 +63,8 @@ static size_t hole_size(const struct ibcr_process_state *ps, size_t pg)
 		     (size_t)(t->rec.nsiginfo + t->rec.nsiginfo_shared) * IBCR_SIGINFO_SIZE;
 	}
 	n += IBCR_NSIG * sizeof(struct ibcr_sigaction) + 64 * 8 + 64 * 4;
+	for (uint32_t i = 0; i < rs->npokes; i++)
+		n += sizeof(struct plan_poke) + rs->pokes[i].len + 16;
 	return (n + pg - 1) & ~(pg - 1);
 }
 
@@ -261,6 +264,20 @@ static void plan_process(struct plan *p, struct arena *a, struct restore *rs)
 	p->siginfo_shared = shared;
 }
 
+static void plan_pokes(struct plan *p, struct arena *a, struct restore *rs)
+{
+	struct plan_poke *pk = take(a, sizeof(*pk) * (rs->npokes + 1), 8);
+
+	for (uint32_t i = 0; i < rs->npokes; i++) {
+		uint8_t *data = take(a, rs->pokes[i].len, 8);
+
+		memcpy(data, rs->pokes[i].data, rs->pokes[i].len);
+		pk[i] = (struct plan_poke){ rs->pokes[i].addr, rs->pokes[i].len, data };
+	}
+	p->pokes = pk;
+	p->npokes = rs->npokes;
+}
+
 static void plan_fds(struct plan *p, struct arena *a, struct restore *rs)
 {
 	int32_t *fds = take(a, sizeof(int32_t) * (rs->ps->nvmas + 1), 4);
@@ -283,7 +300,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	       uint64_t *sp, struct ibcr_err *e)
 {
 	size_t pg = (size_t)getpagesize(), blob = (size_t)(ibcr_core_blob_end - ibcr_core_blob);
-	size_t park = count_park(rs->ps), size = hole_size(rs->ps, pg);
+	size_t park = count_park(rs->ps), size = hole_size(rs, pg);
 	const struct core_blob_head *head = (const void *)ibcr_core_blob;
 	struct arena a;
 	struct plan *p;
@@ -321,6 +338,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	plan_vmas(p, &a, rs);
 	plan_process(p, &a, rs);
 	plan_fds(p, &a, rs);
+	plan_pokes(p, &a, rs);
 	plan_unmap(p, &a);
 	*sp = (uint64_t)(uintptr_t)take(&a, CORE_STACK, 64) + CORE_STACK;
 	if (mprotect(hole, (blob + pg - 1) & ~(pg - 1), PROT_READ | PROT_EXEC))

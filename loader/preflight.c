@@ -28,7 +28,7 @@ static int check_fds(const struct ibcr_process_state *ps, struct ibcr_err *e)
 		const char *path = ps->fd_paths[i];
 		struct stat st;
 
-		if (f->kind == IBCR_FD_STDIO)
+		if (f->kind == IBCR_FD_STDIO || f->kind == IBCR_FD_STAGE)
 			continue;
 		if (stat(path, &st))
 			return ibcr_fail_errno(e, errno, "fd %d: %s", f->fd, path);
@@ -127,7 +127,8 @@ int preflight(struct restore *rs, struct ibcr_err *e)
 
 	if (stat(ps->cwd, &st) || !S_ISDIR(st.st_mode))
 		return ibcr_fail(e, "working directory %s does not exist", ps->cwd);
-	if (check_fds(ps, e) || check_mapped_files(ps, e) || check_specials(ps, e))
+	if (check_fds(ps, e) || check_mapped_files(ps, e) || check_specials(ps, e) ||
+	    verbs_preflight(ps, e))
 		return -1;
 	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {
 		char why[256];

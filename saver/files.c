@@ -147,8 +147,13 @@ int capture_files(struct target *t, struct ibcr_err *e)
 		r->size = (uint64_t)st.st_size;
 		r->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
 			      (uint64_t)st.st_mtim.tv_nsec;
-		if (classify(t->pid, fds[i], link, &st, r, e) ||
-		    read_fdinfo(t->pid, fds[i], r, e)) {
+		if (verbs_owns_fd(t, fds[i]))
+			r->kind = IBCR_FD_STAGE;	/* the verbs stage stands in */
+		else if (classify(t->pid, fds[i], link, &st, r, e)) {
+			free(fds);
+			return -1;
+		}
+		if (read_fdinfo(t->pid, fds[i], r, e)) {
 			free(fds);
 			return -1;
 		}

@@ -85,7 +85,8 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 		if (write_meta(&w, i, &t[i], e) || write_memory(&t[i], i, &w, e))
 			goto fail;
 		enc_vmas(&b, &t[i].ps);
-		if (imgw_section(&w, IBCR_SEC_VMAS, i, NULL, b.p, b.len, e))
+		if (imgw_section(&w, IBCR_SEC_VMAS, i, NULL, b.p, b.len, e) ||
+		    verbs_write_section(&t[i], i, &w, e))
 			goto fail;
 	}
 	buf_free(&b);
@@ -133,6 +134,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	for (uint32_t i = 0; i < n && !rc; i++)
+		rc = target_check(t[i].pid, &e) || verbs_find(&t[i], &e) ? -1 : 0;
+	/* Verbs users quiesce themselves first, while they still run. */
+	if (!rc)
+		rc = verbs_quiesce(t, n, &e);
 	/* All are stopped before any is read: one consistent point in time. */
 	for (uint32_t i = 0; i < n && !rc; i++)
 		rc = target_seize(&t[i], &e);
@@ -146,5 +152,7 @@ int main(int argc, char **argv)
 	}
 	for (uint32_t i = 0; i < n; i++)
 		target_release(&t[i], how);
+	if (how != RELEASE_KILL)
+		verbs_release(t, n);	/* the shims unblock their threads */
 	return rc ? 1 : 0;
 }

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "arch.h"
+#include "ibcr_verbs_abi.h"
 #include "err.h"
 #include "image_io.h"
 #include "model.h"
@@ -18,10 +19,13 @@ struct target {
 	int *seized;		/* per thread: attached by us */
 	uint64_t syscall_insn;	/* a syscall instruction in its [vdso] */
 	int memfd;		/* /proc/PID/mem */
+	uint64_t verbs_addr;	/* the verbs shim's control object, or 0 */
+	struct ibcr_verbs_control *verbs;	/* its copy once quiesced */
 	struct ibcr_process_state ps;
 };
 
 /* seize.c */
+int target_check(pid_t pid, struct ibcr_err *e);
 int target_seize(struct target *t, struct ibcr_err *e);
 void target_release(struct target *t, int how);
 enum { RELEASE_RUN, RELEASE_STOP, RELEASE_KILL };
@@ -43,6 +47,14 @@ int capture_files(struct target *t, struct ibcr_err *e);
 int capture_memory_map(struct target *t, struct ibcr_err *e);
 int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
 		 struct ibcr_err *e);
+
+/* verbs.c: processes running with the verbs shim */
+int verbs_find(struct target *t, struct ibcr_err *e);
+int verbs_quiesce(struct target *t, uint32_t n, struct ibcr_err *e);
+void verbs_release(struct target *t, uint32_t n);
+int verbs_owns_fd(const struct target *t, int fd);
+int verbs_write_section(struct target *t, uint32_t proc, struct img_writer *w,
+			struct ibcr_err *e);
 
 /* util */
 int read_target(struct target *t, uint64_t addr, void *buf, size_t len,

@@ -88,7 +88,7 @@ static int seize_pass(struct target *t, struct ibcr_err *e)
 	return added;
 }
 
-static int check_pid(pid_t pid, struct ibcr_err *e)
+int target_check(pid_t pid, struct ibcr_err *e)
 {
 	char path[64], *stat = NULL, *p;
 	int rc = 0;
@@ -112,8 +112,6 @@ int target_seize(struct target *t, struct ibcr_err *e)
 	char path[64];
 	int added;
 
-	if (check_pid(t->pid, e))
-		return -1;
 	/* The main thread first: a failure there is the process's failure. */
 	if (pt_seize(t->pid, PTRACE_O_TRACESYSGOOD, e))
 		return explain_seize_failure(t->pid, errno, e);

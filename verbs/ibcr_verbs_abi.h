@@ -101,4 +101,13 @@ struct ibcr_verbs_control {
 	uint64_t restart_timeout_ms;	/* peer wait, written by restart-loader */
 };
 
+/*
+ * The image's OPAQUE "verbs" section: the control object as it was once
+ * the process was quiesced, and where it lives in the process.
+ */
+struct ibcr_verbs_section {
+	uint64_t control_addr;
+	struct ibcr_verbs_control control;
+};
+
 #endif

@@ -32,6 +32,8 @@ void core_main(struct plan *p)
 	core_unmap_loader(p);
 	core_move_specials(p);
 	core_map_regions(p);
+	for (uint64_t i = 0; i < p->npokes; i++)
+		__builtin_memcpy((void *)p->pokes[i].addr, p->pokes[i].data, p->pokes[i].len);
 	core_set_process(p);
 	core_start_threads(p);
 }

@@ -25,6 +25,13 @@ struct plan_special {
 	uint64_t target;	/* where the restored process had it */
 };
 
+/* Bytes written into restored memory before any thread resumes. */
+struct plan_poke {
+	uint64_t addr;
+	uint64_t len;
+	const uint8_t *data;
+};
+
 struct plan_vma {
 	uint64_t start, end, pgoff;
 	uint32_t prot, flags, kind, madv;
@@ -86,6 +93,8 @@ struct plan {
 	struct plan_special *special;
 	uint64_t nvmas;
 	const struct plan_vma *vmas;
+	uint64_t npokes;
+	const struct plan_poke *pokes;
 	struct plan_mm_map mm;
 	const struct ibcr_sigaction *sigact;	/* IBCR_NSIG entries */
 	uint64_t rlim[16][2];
