@@ -13,7 +13,8 @@
 # Prints "smoke-x86: N passed, M failed" last; exits non-zero on any failure.
 set -euo pipefail
 
-readonly ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+readonly ROOT
 readonly VM=$ROOT/tools/vm/x86-vm.sh
 readonly PAIR=$ROOT/tools/vm/x86-vm-pair.sh
 
@@ -77,6 +78,7 @@ test_one_guest_pingpong() {
 test_two_guest_pingpong() {
     local server client rc
     server='timeout 240 ibv_rc_pingpong -d rxe0 -g 1 -n 1000'
+    # shellcheck disable=SC2016  # expanded in the guest
     # The peer boots on its own schedule: retry until the server listens.
     # "Couldn't connect" does not consume the server; any other failure
     # leaves it without a peer, so a later success is a real exchange.
@@ -95,6 +97,7 @@ test_rw_and_status() {
     local dir=$tmp/rw leak=/tmp/ibcr-smoke-leak.$$ rc=0
     mkdir -p "$dir"
     # argv form: each word arrives as one argument, spaces included.
+    # shellcheck disable=SC2016  # expanded in the guest
     "$VM" --rw "$dir" --env 'SMOKE_VALUE=a b' -- \
         bash -c 'echo "$SMOKE_VALUE" >"$1/from-guest"; : >"$2"; echo to-stdout; echo to-stderr >&2; exit 7' \
         _ "$dir" "$leak" >"$tmp/rw.out" 2>"$tmp/rw.err" || rc=$?
