@@ -7,6 +7,7 @@
  */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,6 +25,18 @@ static __attribute__((noreturn)) void child_fail(int fd, const struct ibcr_err *
 	_exit(127);
 }
 
+static void trace(int fd, const char *what)
+{
+	char line[128];
+	int n;
+
+	if (!getenv("IBCR_TRACE"))
+		return;
+	n = snprintf(line, sizeof(line), "D%s\n", what);
+	if (write(fd, line, (size_t)n) < 0)
+		return;
+}
+
 void run_child(struct restore *rs)
 {
 	struct ibcr_err e = { "" };
@@ -31,8 +44,12 @@ void run_child(struct restore *rs)
 	uint64_t entry, sp;
 	sigset_t all;
 
-	if (setup_files(rs, &e) || build_plan(rs, &entry, &plan, &sp, &e))
+	if (setup_files(rs, &e))
 		child_fail(rs->status_fd, &e);
+	trace(rs->status_fd, "files set up");
+	if (build_plan(rs, &entry, &plan, &sp, &e))
+		child_fail(rs->status_fd, &e);
+	trace(rs->status_fd, "plan built; entering the core");
 	/* Signals wait until each thread's own mask comes back. */
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);

@@ -56,13 +56,26 @@ static pid_t fork_as(pid_t want, int *exact, int verbose)
 	return fork();
 }
 
+/* Prints a trace line of the child or its core (IBCR_TRACE=1). */
+static void print_trace(int fd)
+{
+	char c;
+
+	fputs("restart-loader: trace: ", stderr);
+	while (read(fd, &c, 1) == 1 && c != '\n')
+		fputc(c, stderr);
+	fputc('\n', stderr);
+}
+
 static int read_status(int fd, char *msg, size_t size)
 {
 	ssize_t n;
 
-	do
+	do {
 		n = read(fd, msg, 1);
-	while (n < 0 && errno == EINTR);
+		if (n == 1 && msg[0] == 'D')
+			print_trace(fd);
+	} while ((n < 0 && errno == EINTR) || (n == 1 && msg[0] == 'D'));
 	if (n != 1)
 		return -1;
 	if (msg[0] == 'E') {
@@ -118,11 +131,19 @@ static int wait_ready(struct job *j, uint32_t n)
 
 		if (c == 'R')
 			continue;
-		if (c == 'E')
+		if (c == 'E') {
 			fprintf(stderr, "restart-loader: pid %d: %s\n", j[i].ps.rec.pid, msg);
-		else
+		} else {
+			int st = 0;
+
+			while (waitpid(j[i].child, &st, 0) < 0 && errno == EINTR)
+				;
+			j[i].exited = 1;
 			fprintf(stderr, "restart-loader: pid %d: restore failed: the new "
-				"process ended before it was ready\n", j[i].ps.rec.pid);
+				"process %s %d before it was ready\n", j[i].ps.rec.pid,
+				WIFSIGNALED(st) ? "was killed by signal" : "exited with status",
+				WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		}
 		kill_all(j, n);
 		return -1;
 	}

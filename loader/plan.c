@@ -322,6 +322,8 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	a = (struct arena){ hole, size, 0 };
 	/* whole pages: they become read+exec, the plan after them stays writable */
 	memcpy(take(&a, (blob + pg - 1) & ~(pg - 1), pg), ibcr_core_blob, blob);
+	/* aarch64 fetches instructions through its own cache */
+	__builtin___clear_cache((char *)hole, (char *)hole + blob);
 	p = take(&a, sizeof(*p), 64);
 	memset(p, 0, sizeof(*p));
 	p->magic = PLAN_MAGIC;
@@ -331,7 +333,8 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	p->img_fd = rs->r->fd;
 	p->status_fd = rs->status_fd;
 	p->control_fd = rs->control_fd;
-	p->flags = (rs->exact_pid ? PLAN_EXACT_TIDS : 0) | (rs->set_creds ? PLAN_SET_CREDS : 0);
+	p->flags = (rs->exact_pid ? PLAN_EXACT_TIDS : 0) | (rs->set_creds ? PLAN_SET_CREDS : 0) |
+		   (getenv("IBCR_TRACE") ? PLAN_TRACE : 0);
 	p->image_path = take_str(&a, rs->r->path);
 	if (plan_specials(p, &a, rs->ps, park_at, e))
 		return -1;

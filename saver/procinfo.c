@@ -164,7 +164,7 @@ static int read_misc(struct target *t, struct ibcr_err *e)
 	for (int i = 0; i < IBCR_RLIM_NLIMITS; i++) {
 		struct rlimit rl;
 
-		if (prlimit(t->pid, (__rlimit_resource_t)i, NULL, &rl))
+		if (prlimit(t->pid, i, NULL, &rl))
 			return ibcr_fail_errno(e, errno, "pid %d: reading resource limit %d",
 					       (int)t->pid, i);
 		r->rlim[i][0] = rl.rlim_cur;

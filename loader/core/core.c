@@ -25,16 +25,37 @@ void core_die(struct plan *p, const char *f, ...)
 	sys_exit_group(127);
 }
 
+void core_trace(struct plan *p, const char *f, ...)
+{
+	char msg[256];
+	va_list ap;
+	size_t n;
+
+	if (!(p->flags & PLAN_TRACE))
+		return;
+	msg[0] = 'D';
+	va_start(ap, f);
+	n = 1 + fmt_v(msg + 1, sizeof(msg) - 2, f, ap);
+	va_end(ap);
+	msg[n++] = '\n';
+	sys_write(p->status_fd, msg, n);
+}
+
 void core_main(struct plan *p)
 {
 	if (p->magic != PLAN_MAGIC)
 		sys_exit_group(127);
+	core_trace(p, "core running at %p", (void *)p->hole_start);
 	core_unmap_loader(p);
+	core_trace(p, "loader unmapped");
 	core_move_specials(p);
+	core_trace(p, "special mappings moved");
 	core_map_regions(p);
+	core_trace(p, "regions mapped");
 	for (uint64_t i = 0; i < p->npokes; i++)
 		__builtin_memcpy((void *)p->pokes[i].addr, p->pokes[i].data, p->pokes[i].len);
 	core_set_process(p);
+	core_trace(p, "process state set");
 	core_start_threads(p);
 }
 

@@ -14,6 +14,10 @@ __attribute__((noreturn)) void core_main(struct plan *p);
 __attribute__((noreturn, format(printf, 2, 3)))
 void core_die(struct plan *p, const char *fmt, ...);
 
+/* With PLAN_TRACE: one 'D' line per step to the loader (IBCR_TRACE=1). */
+__attribute__((format(printf, 2, 3)))
+void core_trace(struct plan *p, const char *fmt, ...);
+
 void core_unmap_loader(struct plan *p);
 void core_move_specials(struct plan *p);
 void core_map_regions(struct plan *p);
