@@ -27,20 +27,22 @@
 #   --udp LOCAL:REMOTE  --net nic: UDP ports on 127.0.0.1 of this guest's NIC and
 #                     of its peer (default: a free LOCAL, REMOTE = LOCAL + 1)
 #   --name NAME       guest hostname (default ibcr-vm)
-# Environment: IBCR_VM_CACHE (default /var/cache/ibcr-vm), IBCR_VM_KVER (pin the
-# kernel ABI, e.g. 6.1.0-57-amd64), IBCR_VM_SKIP_DEPS=1 (don't run deps-x86.sh),
-# IBCR_VM_ACCEL (qemu accelerator, default tcg), IBCR_VM_TIMEOUT, IBCR_VM_MEM,
-# IBCR_VM_SMP, IBCR_VM_VERBOSE=1.
+# Environment:
+#   IBCR_VM_CACHE      cache root (default /var/cache/ibcr-vm; this script uses
+#                      its x86_64/ subdirectory)
+#   IBCR_VM_KVER       pin the guest kernel ABI, e.g. 6.1.0-57-amd64 (default:
+#                      what linux-image-amd64 depends on)
+#   IBCR_VM_SKIP_DEPS=1  don't run tools/vm/deps-x86.sh
+#   IBCR_VM_TIMEOUT, IBCR_VM_MEM, IBCR_VM_SMP, IBCR_VM_VERBOSE=1: option defaults
+#   IBCR_VM_ACCEL      qemu accelerator (default tcg)
+#   IBCR_VM_QEMU_OPTS  extra qemu options (word-split), for experiments
 set -euo pipefail
-# Any unexpected failure of the harness itself exits 125, never a status the
-# guest command could have returned.
-set -E
-trap 'exit 125' ERR
 
 readonly PROG=x86-vm.sh
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 readonly HERE
-readonly CACHE=${IBCR_VM_CACHE:-/var/cache/ibcr-vm}
+# Our part of the shared VM cache (tools/vm/arm64-vm.sh uses .../arm64).
+readonly CACHE=${IBCR_VM_CACHE:-/var/cache/ibcr-vm}/x86_64
 
 # Modules loaded in the guest, in this order (modprobe pulls in dependencies).
 # 9p/virtio/overlay: the host root; rxe + uverbs + rdma_ucm: verbs and rdma_cm;
@@ -121,7 +123,8 @@ parse_args() {
 }
 
 # ----------------------------------------------------------- kernel cache ----
-# Layout: $CACHE/<kver>/linux-image-<kver>_*.deb   the package (only read to
+# Layout ($CACHE = ${IBCR_VM_CACHE:-/var/cache/ibcr-vm}/x86_64):
+#         $CACHE/<kver>/linux-image-<kver>_*.deb   the package (only read to
 #                                                 build a new base initramfs)
 #         $CACHE/<kver>/vmlinuz                   written last: ABI complete
 #         $CACHE/<kver>/base-<hash>.cpio.gz       busybox + modules, per module
@@ -162,7 +165,7 @@ apt_kernel_abi() {
         return
     fi
     kver=$(apt-cache depends linux-image-amd64 2>/dev/null |
-        sed -n 's/^ *Depends: linux-image-\([^ ]*\)$/\1/p' | head -n 1)
+        sed -n 's/^ *Depends: linux-image-\([^ ]*\)$/\1/p' | head -n 1) || true
     if [[ -n $kver ]] && mkdir -p "$CACHE" 2>/dev/null; then
         if ! { echo "$key $kver" >"$memo.$$" && mv -f "$memo.$$" "$memo"; }; then
             rm -f "$memo.$$"
@@ -175,7 +178,7 @@ apt_kernel_abi() {
 newest_cached_abi() {
     local d
     for d in "$CACHE"/*/vmlinuz; do
-        [[ -f $d ]] && basename "$(dirname "$d")"
+        if [[ -f $d ]]; then basename "$(dirname "$d")"; fi
     done | sort -V | tail -n 1
 }
 
@@ -341,7 +344,10 @@ fail() { echo "ibcr-vm init: FAILED: $*"; poweroff -f; }
 ninep() { mount -t 9p -o "trans=virtio,version=9p2000.L,msize=MSIZE,$1" "$2" "$3"; }
 
 for m in $(cat /etc/ibcr-vm/modules); do
-    modprobe "$m" 2>/dev/null || echo "ibcr-vm init: module $m did not load"
+    opts=
+    # No automatic dummy0: stage2 makes one only for --net dummy.
+    [ "$m" = dummy ] && opts=numdummies=0
+    modprobe "$m" $opts 2>/dev/null || echo "ibcr-vm init: module $m did not load"
 done
 say "modules loaded, uptime $(cut -d' ' -f1 /proc/uptime)"
 
@@ -432,7 +438,6 @@ setup_net() {
         none) return 0 ;;
         dummy)
             dev=dummy0
-            # Loading the dummy module already creates dummy0 (numdummies=1).
             [[ -d /sys/class/net/dummy0 ]] || ip link add dummy0 type dummy || return 1 ;;
         nic)
             dev=$(ls /sys/class/net | grep -v '^lo$' | grep -v '^dummy' | head -n 1)
@@ -462,10 +467,16 @@ STAGE2
 # -------------------------------------------------------------- the run -----
 run_dir=
 qemu_pid=
+guest_done=0
 # shellcheck disable=SC2317  # called through the EXIT trap
 cleanup() {
     local status=$?
     trap - EXIT INT TERM
+    # A failure of the harness itself (not a usage error, not a signal) must
+    # not look like a status of the guest command.
+    if ((!guest_done && status != 0 && status != 2 && status < 128)); then
+        status=125
+    fi
     if [[ -n $qemu_pid ]]; then
         kill "$qemu_pid" 2>/dev/null || true   # timeout(1) passes it on to qemu
         wait "$qemu_pid" 2>/dev/null || true
@@ -662,6 +673,7 @@ main() {
     build_qemu_args "$kver"
     local rc=0
     run_qemu || rc=$?
+    guest_done=1
     exit "$rc"
 }
 
