@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rc_pp: two processes over one RC connection, every iteration verified.
+ *
+ *   rc_pp -r server|client -d DIR [-n ITERS] [-s SIZE] [-g GIDX] [-D DEV]
+ *         [-w DELAY_US] [-p EVERY] [-e]
+ *
+ * The two exchange their QPN, PSN, GID and buffer address/rkey through
+ * files in DIR (no sockets, so both can be checkpointed). Iteration i:
+ *   client SENDs pattern(i,'C')                    server verifies it
+ *   server fills its window with pattern(i,'R'), RDMA WRITEs pattern(i,'W')
+ *   into the client's window (unsignaled) then SEND_WITH_IMM(i), or, on odd
+ *   iterations, one RDMA_WRITE_WITH_IMM(i)         client verifies both
+ *   client RDMA READs the server's window          client verifies it
+ * -e waits for completions through a completion channel. Progress lines
+ * ("iter N ok ...") carry the QPN/rkey the application sees and, with the
+ * shim, the real ones.
+ */
+#include <fcntl.h>
+#include <getopt.h>
+#include <sys/stat.h>
+
+#include "common.h"
+
+static int use_events;
+static struct ibv_comp_channel *chan;
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char tmp[512], dst[512];
+	FILE *f;
+
+	snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name);
+	snprintf(dst, sizeof dst, "%s/%s", dir, name);
+	f = fopen(tmp, "w");
+	CHECK(f, "cannot write %s", tmp);
+	fputs(text, f);
+	CHECK(!fclose(f), "write %s", tmp);
+	CHECK(!rename(tmp, dst), "rename %s", dst);
+}
+
+static char *wait_file(const char *dir, const char *name, double tmo)
+{
+	static char buf[1024];
+	char path[512];
+	double t0 = now_s();
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	while (!(f = fopen(path, "r"))) {
+		if (now_s() - t0 > tmo)
+			die("the peer's %s did not appear within %.0f s", path, tmo);
+		usleep(10000);
+	}
+	buf[fread(buf, 1, sizeof buf - 1, f)] = 0;
+	fclose(f);
+	return buf;
+}
+
+static void gid_hex(const union ibv_gid *g, char *out)
+{
+	int i;
+
+	for (i = 0; i < 16; i++)
+		sprintf(out + 2 * i, "%02x", g->raw[i]);
+}
+
+static void hex_gid(const char *s, union ibv_gid *g)
+{
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		unsigned v;
+
+		CHECK(sscanf(s + 2 * i, "%2x", &v) == 1, "bad gid in peer file");
+		g->raw[i] = (uint8_t)v;
+	}
+}
+
+/* One completion; with -e waits for an event first when the CQ is empty. */
+static void wait_wc(struct ibv_cq *cq, struct ibv_wc *wc, const char *what)
+{
+	double t0 = now_s();
+	int n;
+
+	if (!use_events) {
+		poll_one(cq, wc, 60, what);
+		return;
+	}
+	for (;;) {
+		struct ibv_cq *ecq;
+		void *ectx;
+
+		n = ibv_poll_cq(cq, 1, wc);
+		CHECK(n >= 0, "%s: poll failed", what);
+		if (n == 1)
+			break;
+		CHECK(!ibv_req_notify_cq(cq, 0), "req_notify_cq failed");
+		n = ibv_poll_cq(cq, 1, wc);	/* raced with the arming */
+		CHECK(n >= 0, "%s: poll failed", what);
+		if (n == 1)
+			break;
+		CHECK(!ibv_get_cq_event(chan, &ecq, &ectx), "%s: ibv_get_cq_event failed", what);
+		CHECK(ecq == cq, "%s: event for another CQ", what);
+		ibv_ack_cq_events(ecq, 1);
+		if (now_s() - t0 > 60)
+			die("%s: no completion within 60 s", what);
+	}
+	CHECK(wc->status == IBV_WC_SUCCESS, "%s: completion status %s (%d)", what,
+	      ibv_wc_status_str(wc->status), wc->status);
+}
+
+enum { WR_SEND = 1, WR_RECV, WR_WRITE, WR_READ, WR_IMM };
+
+int main(int argc, char **argv)
+{
+	const char *role = NULL, *dir = NULL, *devname = NULL;
+	int iters = 1000, size = 4096, gidx = 1, every = 100, delay = 0, port = 1, opt;
+	int server;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mmsg, *mwin, *mrd;
+	uint8_t *msg, *win, *rd;
+	struct dest me, peer;
+	char text[512], gh[40], name[64];
+	uint32_t psn, i;
+	struct ibv_wc wc;
+	double t0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while ((opt = getopt(argc, argv, "r:d:n:s:g:D:w:p:e")) != -1) {
+		switch (opt) {
+		case 'r': role = optarg; break;
+		case 'd': dir = optarg; break;
+		case 'n': iters = atoi(optarg); break;
+		case 's': size = atoi(optarg); break;
+		case 'g': gidx = atoi(optarg); break;
+		case 'D': devname = optarg; break;
+		case 'w': delay = atoi(optarg); break;
+		case 'p': every = atoi(optarg); break;
+		case 'e': use_events = 1; break;
+		default:
+			fprintf(stderr, "usage: rc_pp -r server|client -d DIR [-n ITERS] [-s SIZE] "
+					"[-g GIDX] [-D DEV] [-w DELAY_US] [-p EVERY] [-e]\n");
+			return 2;
+		}
+	}
+	CHECK(role && dir, "-r and -d are required");
+	server = !strcmp(role, "server");
+	prog = server ? "rc_pp server" : "rc_pp client";
+	if (every < 1)
+		every = 1;
+
+	ctx = open_first(devname);
+	pd = ibv_alloc_pd(ctx);
+	CHECK(pd, "ibv_alloc_pd failed");
+	if (use_events) {
+		chan = ibv_create_comp_channel(ctx);
+		CHECK(chan, "ibv_create_comp_channel failed");
+	}
+	cq = ibv_create_cq(ctx, 64, NULL, chan, 0);
+	CHECK(cq, "ibv_create_cq failed");
+	qp = make_qp(pd, cq, cq, NULL, IBV_QPT_RC, 16);
+	msg = aligned_alloc(4096, 2 * (size_t)size);
+	win = aligned_alloc(4096, (size_t)size);
+	rd = aligned_alloc(4096, (size_t)size);
+	CHECK(msg && win && rd, "out of memory");
+	memset(msg, 0, 2 * (size_t)size);
+	memset(win, 0, (size_t)size);
+	memset(rd, 0, (size_t)size);
+	mmsg = ibv_reg_mr(pd, msg, 2 * (size_t)size, IBV_ACCESS_LOCAL_WRITE);
+	mwin = ibv_reg_mr(pd, win, (size_t)size, IBV_ACCESS_LOCAL_WRITE |
+			  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	mrd = ibv_reg_mr(pd, rd, (size_t)size, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mmsg && mwin && mrd, "ibv_reg_mr: %s", strerror(errno));
+
+	qp_init(qp, port);
+	/* receives first: the peer may send as soon as both are connected */
+	for (i = 0; i < 4; i++)
+		post_recv1(qp, WR_RECV, msg, (uint32_t)size, mmsg->lkey);
+
+	srand((unsigned)getpid());
+	psn = (uint32_t)rand() & 0xffffff;
+	my_dest(ctx, qp, port, gidx, psn, &me);
+	gid_hex(&me.gid, gh);
+	snprintf(text, sizeof text, "%x %x %x %llx %x %s\n", me.qpn, me.psn, me.lid,
+		 (unsigned long long)(uintptr_t)win, mwin->rkey, gh);
+	write_file(dir, server ? "server.info" : "client.info", text);
+	{
+		unsigned q, p, l, k;
+		unsigned long long a;
+		char pg[40];
+
+		CHECK(sscanf(wait_file(dir, server ? "client.info" : "server.info", 60),
+			     "%x %x %x %llx %x %39s", &q, &p, &l, &a, &k, pg) == 6,
+		      "bad peer info");
+		peer.qpn = q;
+		peer.psn = p;
+		peer.lid = (uint16_t)l;
+		peer.addr = a;
+		peer.rkey = k;
+		hex_gid(pg, &peer.gid);
+	}
+	qp_connect(qp, port, gidx, psn, &peer);
+	write_file(dir, server ? "server.ready" : "client.ready", "ready\n");
+	wait_file(dir, server ? "client.ready" : "server.ready", 60);
+	printf("%s: connected qpn 0x%x to 0x%x, %d iterations of %d bytes\n", prog, qp->qp_num,
+	       peer.qpn, iters, size);
+
+	t0 = now_s();
+	for (i = 0; i < (uint32_t)iters; i++) {
+		uint8_t *rx = msg, *tx = msg + size;
+
+		if (!server) {
+			fill(tx, (size_t)size, i, 'C');
+			post_send1(qp, WR_SEND, IBV_WR_SEND, tx, (uint32_t)size, mmsg->lkey, 0, 0, 0, 1);
+			/* the send's completion and the notice of the write, in
+			 * whatever order they come */
+			{
+				int got_send = 0, got_notice = 0;
+
+				while (!got_send || !got_notice) {
+					wait_wc(cq, &wc, "client send/notice");
+					if (wc.wr_id == WR_SEND && !got_send) {
+						got_send = 1;
+						continue;
+					}
+					CHECK(wc.wr_id == WR_RECV && !got_notice,
+					      "iteration %u: unexpected completion wr_id %llu", i,
+					      (unsigned long long)wc.wr_id);
+					got_notice = 1;
+					CHECK(wc.wc_flags & IBV_WC_WITH_IMM,
+					      "iteration %u: no immediate data", i);
+					CHECK(be32toh(wc.imm_data) == i, "iteration %u: immediate %u", i,
+					      be32toh(wc.imm_data));
+				}
+			}
+			CHECK(same(win, (size_t)size, i, 'W'), "iteration %u: RDMA WRITE data differs", i);
+			post_recv1(qp, WR_RECV, rx, (uint32_t)size, mmsg->lkey);
+			post_send1(qp, WR_READ, IBV_WR_RDMA_READ, rd, (uint32_t)size, mrd->lkey,
+				   peer.addr, peer.rkey, 0, 1);
+			wait_wc(cq, &wc, "client read");
+			CHECK(wc.wr_id == WR_READ && wc.opcode == IBV_WC_RDMA_READ,
+			      "iteration %u: expected the read completion", i);
+			CHECK(same(rd, (size_t)size, i, 'R'), "iteration %u: RDMA READ data differs", i);
+		} else {
+			wait_wc(cq, &wc, "server receive");
+			CHECK(wc.wr_id == WR_RECV, "iteration %u: expected a receive", i);
+			CHECK(wc.byte_len == (uint32_t)size, "iteration %u: %u bytes", i, wc.byte_len);
+			CHECK(same(rx, (size_t)size, i, 'C'), "iteration %u: SEND data differs", i);
+			post_recv1(qp, WR_RECV, rx, (uint32_t)size, mmsg->lkey);
+			fill(win, (size_t)size, i, 'R');
+			fill(tx, (size_t)size, i, 'W');
+			if (i & 1) {
+				post_send1(qp, WR_IMM, IBV_WR_RDMA_WRITE_WITH_IMM, tx, (uint32_t)size,
+					   mmsg->lkey, peer.addr, peer.rkey, i, 1);
+				wait_wc(cq, &wc, "server write-with-imm");
+				CHECK(wc.wr_id == WR_IMM, "iteration %u: expected write-imm", i);
+			} else {
+				post_send1(qp, WR_WRITE, IBV_WR_RDMA_WRITE, tx, (uint32_t)size,
+					   mmsg->lkey, peer.addr, peer.rkey, 0, 0);
+				post_send1(qp, WR_IMM, IBV_WR_SEND_WITH_IMM, tx, 0, mmsg->lkey, 0, 0,
+					   i, 1);
+				wait_wc(cq, &wc, "server send-with-imm");
+				CHECK(wc.wr_id == WR_IMM, "iteration %u: expected send-imm", i);
+			}
+		}
+		if ((i + 1) % (uint32_t)every == 0 || i + 1 == (uint32_t)iters) {
+			uint32_t lk, rk;
+			void *a;
+			size_t l;
+
+			real_mr(mwin, &lk, &rk, &a, &l);
+			snprintf(name, sizeof name, "%s", server ? "server" : "client");
+			printf("%s iter %u ok qpn 0x%x real 0x%x rkey 0x%x real 0x%x mr %p+%zu real %p+%zu\n",
+			       name, i + 1, qp->qp_num, real_qpn(qp), mwin->rkey, rk, mwin->addr,
+			       mwin->length, a, l);
+		}
+		if (delay)
+			usleep((useconds_t)delay);
+	}
+	printf("%s: %d iterations verified in %.2f s\n", prog, iters, now_s() - t0);
+	/* let the peer see our last completions before tearing down */
+	write_file(dir, server ? "server.done" : "client.done", "done\n");
+	wait_file(dir, server ? "client.done" : "server.done", 60);
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(mmsg);
+	ibv_dereg_mr(mwin);
+	ibv_dereg_mr(mrd);
+	ibv_destroy_cq(cq);
+	if (chan)
+		ibv_destroy_comp_channel(chan);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return 0;
+}

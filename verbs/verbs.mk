@@ -1,0 +1,40 @@
+# verbs/verbs.mk - the verbs shim (libibcr-verbs.so), ibcr-launch and the
+# verbs test programs. Included by the top GNUmakefile; see docs/verbs.md.
+
+VERBS_SRC := core verbs data ckpt
+VERBS_TESTS := rc_pp selftest extra_objs
+VERBS_CFLAGS := $(OPT) $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iverbs
+VERBS_HDRS := verbs/shim.h verbs/ibcr_verbs_abi.h
+
+ifneq ($(wildcard /usr/include/infiniband/verbs.h),)
+VERBS_ALL := $(B)/libibcr-verbs.so $(B)/ibcr-launch $(VERBS_TESTS:%=$(B)/tests/verbs/%)
+else
+VERBS_ALL :=
+$(info verbs: /usr/include/infiniband/verbs.h missing (apt-get install libibverbs-dev): shim not built)
+endif
+
+all: $(VERBS_ALL)
+
+$(B)/verbs/%.o: verbs/%.c $(VERBS_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(VERBS_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(B)/libibcr-verbs.so: $(VERBS_SRC:%=$(B)/verbs/%.o)
+	$(CC) -shared -Wl,-z,defs -Wl,-soname,libibcr-verbs.so -o $@ $^ -libverbs -lpthread -ldl
+
+$(B)/ibcr-launch: tools/ibcr-launch
+	@mkdir -p $(dir $@)
+	cp $< $@
+	chmod +x $@
+
+$(B)/tests/verbs/%: tests/verbs/%.c tests/verbs/common.h verbs/ibcr_verbs_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(OPT) $(WARN) -D_GNU_SOURCE -Iverbs -o $@ $< -libverbs -ldl -lpthread
+
+verbs-check: $(VERBS_ALL)
+	tests/verbs/run-guest.sh
+
+verbs-bench: $(VERBS_ALL)
+	tests/verbs/bench-shim.sh
+
+.PHONY: verbs-check verbs-bench
