@@ -79,11 +79,21 @@ checkpoint_kill() {
 }
 
 # restart IMAGE: runs restart-loader in the background (stdout and stderr
-# to $T/loader.out unless LOADER_OUT is set). Sets LPID (the loader) and
-# RPID (the restored process, once it shows up).
+# to $T/loader.out unless LOADER_OUT is set; stderr to LOADER_ERR if set).
+# Sets LPID (the loader) and RPID (the restored process, once it shows up).
 restart() {
-	local img=$1 out=${LOADER_OUT:-$T/loader.out} i
-	timeout "${RESTART_TIMEOUT:-120}" "$LOADER" "$img" >>"$out" 2>&1 &
+	local img=$1 out=${LOADER_OUT:-$T/loader.out} err=${LOADER_ERR:-} i
+	# Only fds 0-2 (and LOADER_KEEP_FD), as from a terminal: whatever else
+	# the calling shell has open (make's jobserver...) is not part of the
+	# test; t_stdio checks what the loader does with more.
+	(
+		for fd in /proc/$BASHPID/fd/*; do
+			fd=${fd##*/}
+			[ "$fd" -gt 2 ] && [ "$fd" != "${LOADER_KEEP_FD:-}" ] && eval "exec $fd>&-"
+		done
+		[ -z "$err" ] || exec 2>>"$err"
+		exec timeout "${RESTART_TIMEOUT:-120}" "$LOADER" "$img"
+	) >>"$out" 2>&1 &
 	LPID=$!
 	STARTED+=("$LPID")
 	RPID=
@@ -92,9 +102,10 @@ restart() {
 		# the loader's child is the restored process (timeout's child is the loader)
 		[ -n "$RPID" ] && RPID=$(pgrep -P "$RPID" | head -n 1 || true)
 		[ -n "$RPID" ] && break
+		kill -0 "$LPID" 2>/dev/null || break	# the loader gave up already
 		sleep 0.05
 	done
-	[ -n "$RPID" ] || fail "restart-loader $img started no process: $(cat "$out")"
+	[ -n "$RPID" ] || fail "restart-loader $img started no process: $(cat "$out" ${err:+"$err"})"
 	STARTED+=("$RPID")
 }
 

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Threads whose state lives only in AVX2 ymm registers and (when the CPU
+# has AVX-512F) in zmm0-31 and mask registers k1-k7 continue exactly after
+# saver --kill and restart-loader: the checkpoint lands inside their loops
+# (the saved pc says so), the program's own per-lane checks keep passing
+# after the restore, ticks go on and it finishes; same pid and layout.
+. "$(dirname "$0")/lib.sh"
+
+start "$T/prog.out" "$PROGS/avx" 60 100
+pid=$PID
+wait_line "$T/prog.out" '^tick 5 '
+grep -qw avx512f /proc/cpuinfo && cpu512=1 || cpu512=0
+# The program decides from CPUID; it must agree with what the kernel says.
+if [ "$cpu512" = 1 ]; then
+	grep -q '^avx512 loop ' "$T/prog.out" || fail "cpu has avx512f but the program did not run its AVX-512 loop"
+else
+	grep -q '^avx512 not supported by this cpu' "$T/prog.out" ||
+		fail "cpu lacks avx512f but the program did not say so"
+fi
+maps "$pid" >"$T/maps.before"
+checkpoint_kill "$pid" "$T/img.ckpt"
+before=$(last_tick "$T/prog.out")
+
+# in_loop NAME: the saved pc of thread NAME lies in its loop's code.
+in_loop() {
+	local name=$1 range lo hi pc
+	range=$(sed -n "s/^$name loop \(0x[0-9a-f]*\)-\(0x[0-9a-f]*\)$/\1 \2/p" "$T/prog.out")
+	[ -n "$range" ] || fail "program did not print where its $name loop is"
+	read -r lo hi <<<"$range"
+	pc=$(sed -n "s/^ *tid [0-9]* *$name  *pc \(0x[0-9a-f]*\) .*/\1/p" "$T/info.out")
+	[ -n "$pc" ] || fail "image has no thread named $name: $(grep tid "$T/info.out")"
+	((pc >= lo && pc < hi)) || fail "thread $name was checkpointed at pc $pc, outside its loop $lo-$hi"
+}
+in_loop avx2
+[ "$cpu512" = 0 ] || in_loop avx512
+
+restart "$T/img.ckpt"
+expect_pid "$pid" "$RPID"
+wait_line "$T/prog.out" "^tick $((before + 3)) "
+maps "$RPID" >"$T/maps.after"
+diff "$T/maps.before" "$T/maps.after" >"$T/maps.diff" ||
+	fail "memory layout changed: $(cat "$T/maps.diff")"
+wait "$LPID" || fail "restored program exited with status $?"
+grep -q FAIL "$T/prog.out" && fail "register state was not restored exactly: $(grep FAIL "$T/prog.out")"
+grep -q '^DONE' "$T/prog.out" || fail "program did not finish"
+assert_ticks_continuous "$T/prog.out"
+exit 0

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# What cannot be done is refused with one line naming the object and the
+# cause, a non-zero exit status, and nothing half-done: no image (not even
+# a temporary file) after a failed checkpoint, the target still running;
+# no process left behind by a failed restore.
+#
+# Every case runs; failures are collected and reported together.
+. "$(dirname "$0")/lib.sh"
+
+IMGTOOL=(/usr/bin/python3 "$(dirname "$0")/imgtool.py")
+problems=()
+problem() { problems+=("$*"); }
+
+# refused NAME OUT ERR STATUS REGEX...: the command behind NAME exited
+# non-zero, printed nothing on stdout and exactly one line on stderr,
+# and that line matches every REGEX (case-insensitive extended).
+refused() {
+	local name=$1 out=$2 err=$3 st=$4 re
+	shift 4
+	if [ "$st" = 0 ]; then
+		problem "$name: exit status 0"
+		return
+	fi
+	[ ! -s "$out" ] || problem "$name: printed on stdout: $(head -c 300 "$out")"
+	[ "$(wc -l <"$err")" = 1 ] || problem "$name: not one line on stderr: $(head -c 500 "$err")"
+	for re in "$@"; do
+		grep -qiE -- "$re" "$err" || problem "$name: message lacks /$re/: $(head -c 500 "$err")"
+	done
+}
+
+# save_fails NAME DIR PID PROG_OUT REGEX...: saver -o DIR/img PID is
+# refused and DIR stays empty; when PROG_OUT is not "-", PID (which
+# writes its ticks there) keeps running, not stopped, and ticking.
+save_fails() {
+	local name=$1 dir=$2 pid=$3 prog_out=$4 st=0 n
+	shift 4
+	mkdir -p "$dir"
+	"$SAVER" -o "$dir/img" "$pid" >"$T/$name.stdout" 2>"$T/$name.stderr" || st=$?
+	refused "saver ($name)" "$T/$name.stdout" "$T/$name.stderr" "$st" "$@"
+	[ -z "$(ls -A "$dir")" ] || problem "saver ($name) left files behind: $(ls -A "$dir")"
+	[ "$prog_out" != - ] || return 0
+	[ "$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$pid/status")" != T ] ||
+		problem "saver ($name) left pid $pid stopped"
+	n=$(last_tick "$prog_out")
+	wait_line "$prog_out" "^tick $((n + 2)) pid $pid\$" 10
+}
+
+# restore_fails NAME IMAGE PID REGEX...: restart-loader IMAGE is refused
+# within 30 s and no process runs as PID (the image's, free before).
+restore_fails() {
+	local name=$1 img=$2 pid=$3 st=0
+	shift 3
+	timeout 30 "$LOADER" "$img" >"$T/$name.stdout" 2>"$T/$name.stderr" || st=$?
+	[ "$st" != 124 ] || problem "restart-loader ($name) hung"
+	refused "restart-loader ($name)" "$T/$name.stdout" "$T/$name.stderr" "$st" "$@"
+	[ ! -e "/proc/$pid" ] || problem "restart-loader ($name) left a process running as pid $pid"
+}
+
+is_root || fail "this test needs root (a root process for an unprivileged saver, a tmpfs mount)"
+
+# --- saver: no such process
+nopid=$(($(cat /proc/sys/kernel/pid_max) - 1))
+while [ -e "/proc/$nopid" ]; do nopid=$((nopid - 1)); done
+save_fails nopid "$T/nopid" "$nopid" - "pid $nopid\b" "no such process"
+
+# --- saver: a kernel thread cannot be traced, even by root
+save_fails kthread "$T/kthread" 2 - "pid 2\b" "kernel thread"
+
+# --- saver as nobody against a root process
+start "$T/nobody.prog.out" "$PROGS/counter" 1000 50
+victim=$PID
+wait_line "$T/nobody.prog.out" '^tick 2 '
+chmod 711 "$T"
+mkdir "$T/nobody" && chmod 777 "$T/nobody"
+st=0
+setpriv --reuid=65534 --regid=65534 --clear-groups "$SAVER" -o "$T/nobody/img" "$victim" \
+	>"$T/nobody.stdout" 2>"$T/nobody.stderr" || st=$?
+refused "saver (nobody)" "$T/nobody.stdout" "$T/nobody.stderr" "$st" "pid $victim\b" "permission denied|not permitted"
+[ -z "$(ls -A "$T/nobody")" ] || problem "saver (nobody) left files behind: $(ls -A "$T/nobody")"
+n=$(last_tick "$T/nobody.prog.out")
+wait_line "$T/nobody.prog.out" "^tick $((n + 2)) pid $victim\$" 10
+
+# --- saver onto a full file system: no file at all, target runs on
+mkdir "$T/full"
+mount -t tmpfs -o size=256k ibcr-full "$T/full" || fail "cannot mount a tmpfs on $T/full"
+trap 'umount "$T/full" 2>/dev/null; cleanup' EXIT
+save_fails full "$T/full" "$victim" "$T/nobody.prog.out" "$T/full/img" "no space left"
+umount "$T/full"
+
+# --- saver on unsupported descriptors: names pid, fd and kind
+for kind in eventfd socketpair; do
+	start "$T/$kind.prog.out" "$PROGS/fdholder" $kind
+	wait_line "$T/$kind.prog.out" '^tick 2 '
+	[ $kind = eventfd ] && what=eventfd || what=socket
+	save_fails $kind "$T/$kind" "$PID" "$T/$kind.prog.out" "pid $PID\b" "fd 3\b" "$what"
+	kill -9 "$PID"
+done
+
+# --- a good image, then damaged copies of it; the original is gone
+checkpoint_kill "$victim" "$T/good.ckpt"
+"${IMGTOOL[@]}" sections "$T/good.ckpt" >"$T/sections" || fail "imgtool cannot read the image"
+
+for sec in PROC THREAD SIGACT FILES VMAS; do
+	cp "$T/good.ckpt" "$T/flip-$sec.ckpt"
+	"${IMGTOOL[@]}" flip "$T/flip-$sec.ckpt" $sec
+	restore_fails "flip-$sec" "$T/flip-$sec.ckpt" "$victim" "flip-$sec.ckpt" "\b$sec section\b" "corrupt|crc"
+done
+
+cp "$T/good.ckpt" "$T/flip-pages.ckpt"
+region=$("${IMGTOOL[@]}" flip-region "$T/flip-pages.ckpt")
+restore_fails flip-pages "$T/flip-pages.ckpt" "$victim" "flip-pages.ckpt" "region $region\b" "corrupt|crc"
+"$INFO" --verify "$T/flip-pages.ckpt" >/dev/null 2>&1 && problem "ckpt-info --verify accepts damaged page data"
+
+cp "$T/good.ckpt" "$T/short.ckpt"
+truncate -s $(($(stat -c %s "$T/good.ckpt") / 2)) "$T/short.ckpt"
+restore_fails truncated "$T/short.ckpt" "$victim" "short.ckpt" "truncated"
+
+cp "$T/good.ckpt" "$T/arch.ckpt"
+"${IMGTOOL[@]}" set-header "$T/arch.ckpt" arch 2	# IBCR_ARCH_AARCH64
+restore_fails arch "$T/arch.ckpt" "$victim" "arch.ckpt" "aarch64"
+
+cp "$T/good.ckpt" "$T/version.ckpt"
+"${IMGTOOL[@]}" set-header "$T/version.ckpt" version 2
+restore_fails version "$T/version.ckpt" "$victim" "version.ckpt" "version 2\b" "newer"
+
+# the good image still restores: the damage above was what was refused
+restart "$T/good.ckpt"
+expect_pid "$victim" "$RPID"
+n=$(last_tick "$T/nobody.prog.out")
+wait_line "$T/nobody.prog.out" "^tick $((n + 2)) "
+kill -9 "$RPID"
+
+if [ ${#problems[@]} -gt 0 ]; then
+	printf '  %s\n' "${problems[@]}" >&2
+	fail "${#problems[@]} problem(s), listed above"
+fi
+exit 0

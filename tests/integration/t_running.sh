@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# saver without --kill leaves the process running (same pid, ticks go
+# on) and its image restores once the original is gone; saver --stop
+# leaves it stopped (state T, no ticks) until SIGCONT, and that image
+# restores into a running process too.
+. "$(dirname "$0")/lib.sh"
+
+state_of() { sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status"; }
+
+# --- default: keep running
+start "$T/prog.out" "$PROGS/counter" 100 50
+pid=$PID
+wait_line "$T/prog.out" '^tick 3 '
+maps "$pid" >"$T/maps.before"
+checkpoint "$pid" "$T/run.ckpt"
+saved=$(last_tick "$T/prog.out")
+wait_line "$T/prog.out" "^tick $((saved + 3)) "
+kill -0 "$pid" 2>/dev/null || fail "process $pid is gone after saver without --kill"
+[ "$(state_of "$pid")" != T ] || fail "process $pid was left stopped by saver without --stop"
+[ "$(pids_in "$T/prog.out")" = "$pid" ] || fail "ticks from other pids: $(pids_in "$T/prog.out")"
+kill -9 "$pid"
+wait "$pid" 2>/dev/null || true
+killed=$(last_tick "$T/prog.out")
+note "checkpointed after tick $saved, original killed after tick $killed"
+restart "$T/run.ckpt"
+expect_pid "$pid" "$RPID"
+# only the restored process can write ticks past the original's last one
+wait_line "$T/prog.out" "^tick $((killed + 2)) "
+maps "$RPID" >"$T/maps.after"
+diff "$T/maps.before" "$T/maps.after" >"$T/maps.diff" ||
+	fail "memory layout changed: $(cat "$T/maps.diff")"
+wait "$LPID" || fail "restored program exited with status $?"
+grep -q FAIL "$T/prog.out" && fail "program found its memory changed: $(grep FAIL "$T/prog.out")"
+grep -q '^DONE' "$T/prog.out" || fail "program did not finish"
+# stdout is a file: the restored process writes on from the checkpoint's
+# offset over what the original wrote later, so the file reads 0, 1, 2...
+assert_ticks_continuous "$T/prog.out"
+
+# --- --stop: stopped until SIGCONT
+start "$T/stop.out" "$PROGS/counter" 1000 50
+pid=$PID
+wait_line "$T/stop.out" '^tick 3 '
+maps "$pid" >"$T/maps.before"
+checkpoint "$pid" "$T/stop.ckpt" --stop
+[ "$(state_of "$pid")" = T ] || fail "process $pid is in state $(state_of "$pid") after saver --stop, not T (stopped)"
+n=$(last_tick "$T/stop.out")
+sleep 0.5	# a window in which a running counter ticks 10 times
+[ "$(last_tick "$T/stop.out")" = "$n" ] || fail "process ticked while it should be stopped"
+kill -CONT "$pid"
+wait_line "$T/stop.out" "^tick $((n + 2)) pid $pid\$"
+kill -9 "$pid"
+wait "$pid" 2>/dev/null || true
+killed=$(last_tick "$T/stop.out")
+restart "$T/stop.ckpt"
+expect_pid "$pid" "$RPID"
+wait_line "$T/stop.out" "^tick $((killed + 2)) "
+[ "$(state_of "$RPID")" != T ] || fail "process restored from a --stop image is stopped"
+maps "$RPID" >"$T/maps.after"
+diff "$T/maps.before" "$T/maps.after" >"$T/maps.diff" ||
+	fail "memory layout changed (--stop image): $(cat "$T/maps.diff")"
+grep -q FAIL "$T/stop.out" && fail "program found its memory changed: $(grep FAIL "$T/stop.out")"
+kill -9 "$RPID"
+wait "$LPID" 2>/dev/null || true
+assert_ticks_continuous "$T/stop.out"
+exit 0
