@@ -153,6 +153,8 @@ int main(int argc, char **argv)
 	if (every < 1)
 		every = 1;
 
+	snprintf(text, sizeof text, "%d\n", (int)getpid());
+	write_file(dir, server ? "server.pid" : "client.pid", text);
 	ctx = open_first(devname);
 	pd = ibv_alloc_pd(ctx);
 	CHECK(pd, "ibv_alloc_pd failed");
