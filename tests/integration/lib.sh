@@ -78,11 +78,24 @@ checkpoint_kill() {
 	wait "$1" 2>/dev/null || true
 }
 
+# children_of PID: the pids whose parent is PID (no pgrep in the arm64 guest).
+children_of() {
+	local f s
+	for f in /proc/[0-9]*/stat; do
+		read -r s 2>/dev/null <"$f" || continue	# no fork: this runs in loops
+		s=${s##*) }
+		read -r _ s _ <<<"$s"
+		[ "$s" = "$1" ] && { f=${f#/proc/}; echo "${f%/stat}"; }
+	done
+	return 0
+}
+
 # restart IMAGE: runs restart-loader in the background (stdout and stderr
 # to $T/loader.out unless LOADER_OUT is set; stderr to LOADER_ERR if set).
-# Sets LPID (the loader) and RPID (the restored process, once it shows up).
+# Sets LPID (what to wait for) and RPID (the restored process, once it
+# shows up).
 restart() {
-	local img=$1 out=${LOADER_OUT:-$T/loader.out} err=${LOADER_ERR:-} i
+	local img=$1 out=${LOADER_OUT:-$T/loader.out} err=${LOADER_ERR:-} i loader
 	# Only fds 0-2 (and LOADER_KEEP_FD), as from a terminal: whatever else
 	# the calling shell has open (make's jobserver...) is not part of the
 	# test; t_stdio checks what the loader does with more.
@@ -98,9 +111,11 @@ restart() {
 	STARTED+=("$LPID")
 	RPID=
 	for ((i = 0; i < 400; i++)); do
-		RPID=$(pgrep -P "$LPID" | head -n 1 || true)
-		# the loader's child is the restored process (timeout's child is the loader)
-		[ -n "$RPID" ] && RPID=$(pgrep -P "$RPID" | head -n 1 || true)
+		# coreutils' timeout forks the loader; busybox's execs it
+		read -r loader 2>/dev/null <"/proc/$LPID/comm" || true
+		[ "$loader" = restart-loader ] && loader=$LPID ||
+			loader=$(children_of "$LPID" | head -n 1)
+		[ -n "$loader" ] && RPID=$(children_of "$loader" | head -n 1)
 		[ -n "$RPID" ] && break
 		kill -0 "$LPID" 2>/dev/null || break	# the loader gave up already
 		sleep 0.05
