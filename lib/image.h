@@ -204,6 +204,8 @@ enum ibcr_vma_kind {
 #define IBCR_VMAF_HEAP 0x4
 #define IBCR_VMAF_STACK 0x8
 #define IBCR_VMAF_DELETED 0x10	/* backing file was deleted */
+#define IBCR_VMAF_NORESERVE 0x20	/* MAP_NORESERVE (no commit accounting) */
+#define IBCR_VMAF_ACCOUNT 0x40	/* charged to commit (was writable once) */
 
 /* madvise state (from smaps VmFlags). */
 #define IBCR_MADV_HUGEPAGE 0x1
@@ -212,6 +214,7 @@ enum ibcr_vma_kind {
 #define IBCR_MADV_DONTFORK 0x8
 #define IBCR_MADV_WIPEONFORK 0x10
 #define IBCR_MADV_MERGEABLE 0x20
+#define IBCR_MADV_LOCKED 0x40	/* mlock()ed */
 
 struct ibcr_vma {
 	uint64_t start, end;

@@ -58,6 +58,8 @@ static uint32_t parse_vmflags(const char *s)
 		{ "dc", VMF_DONTFORK }, { "wf", VMF_WIPEONFORK },
 		{ "mg", VMF_MERGEABLE }, { "io", VMF_IO },
 		{ "pf", VMF_PFNMAP }, { "ht", VMF_HUGETLB },
+		{ "nr", VMF_NORESERVE }, { "lo", VMF_LOCKED },
+		{ "ac", VMF_ACCOUNT },
 	};
 	uint32_t f = 0;
 

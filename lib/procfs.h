@@ -19,6 +19,9 @@
 #define VMF_IO 0x80		/* io */
 #define VMF_PFNMAP 0x100	/* pf */
 #define VMF_HUGETLB 0x200	/* ht */
+#define VMF_NORESERVE 0x400	/* nr */
+#define VMF_LOCKED 0x800	/* lo */
+#define VMF_ACCOUNT 0x1000	/* ac */
 
 struct maps_entry {
 	uint64_t start, end, pgoff;

@@ -62,8 +62,19 @@ static int is_saved(const struct ibcr_process_state *ps, int fd)
 	return 0;
 }
 
+static int is_ours(const struct restore *rs, int fd)
+{
+	if (fd == rs->r->fd || fd == rs->status_fd || fd == rs->control_fd ||
+	    fd == rs->exe_fd)
+		return 1;
+	for (uint32_t i = 0; i < rs->ps->nvmas; i++)
+		if (rs->map_fds[i] == fd)
+			return 1;
+	return 0;
+}
+
 /* Closes what the loader inherited and the process did not have. */
-static void close_strays(struct restore *rs, int base)
+static void close_strays(struct restore *rs)
 {
 	DIR *d = opendir("/proc/self/fd");
 	struct dirent *de;
@@ -78,7 +89,7 @@ static void close_strays(struct restore *rs, int base)
 		}
 	closedir(d);
 	for (int i = 0; i < n; i++)
-		if (v[i] < base && !is_saved(rs->ps, v[i]))
+		if (!is_saved(rs->ps, v[i]) && !is_ours(rs, v[i]))
 			close(v[i]);
 	free(v);
 }
@@ -148,7 +159,7 @@ int setup_files(struct restore *rs, struct ibcr_err *e)
 	}
 	if (verbs_standins(rs, e))
 		return -1;
-	close_strays(rs, base);
+	close_strays(rs);
 	if (chdir(ps->cwd))
 		return ibcr_fail_errno(e, errno, "changing to directory %s", ps->cwd);
 	umask((mode_t)ps->rec.umask);

@@ -21,6 +21,7 @@
 
 #define CORE_STACK (64ul << 10)	/* must match the core's thread.c */
 #define MARGIN (2ul << 20)	/* keep clear of neighbours, stack guard gaps */
+#define BOUNCE (64ul << 10)	/* see the core's fill() */
 
 struct arena {
 	uint8_t *base;
@@ -50,7 +51,7 @@ static size_t hole_size(const struct restore *rs, size_t pg)
 {
 	const struct ibcr_process_state *ps = rs->ps;
 	size_t n = (size_t)(ibcr_core_blob_end - ibcr_core_blob) + sizeof(struct plan) +
-		   CORE_STACK + 64 * 1024;
+		   CORE_STACK + BOUNCE + 64 * 1024;
 
 	n += ps->nvmas * (sizeof(struct plan_vma) + 16) + ps->nruns * sizeof(struct ibcr_run);
 	for (uint32_t i = 0; i < ps->nvmas; i++)
@@ -336,6 +337,8 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	p->flags = (rs->exact_pid ? PLAN_EXACT_TIDS : 0) | (rs->set_creds ? PLAN_SET_CREDS : 0) |
 		   (getenv("IBCR_TRACE") ? PLAN_TRACE : 0);
 	p->image_path = take_str(&a, rs->r->path);
+	p->bounce_len = BOUNCE;
+	p->bounce = take(&a, BOUNCE, 64);
 	if (plan_specials(p, &a, rs->ps, park_at, e))
 		return -1;
 	plan_vmas(p, &a, rs);

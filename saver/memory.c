@@ -58,7 +58,8 @@ static uint32_t madv_of(uint32_t vmf)
 	       ((vmf & VMF_DONTDUMP) ? IBCR_MADV_DONTDUMP : 0) |
 	       ((vmf & VMF_DONTFORK) ? IBCR_MADV_DONTFORK : 0) |
 	       ((vmf & VMF_WIPEONFORK) ? IBCR_MADV_WIPEONFORK : 0) |
-	       ((vmf & VMF_MERGEABLE) ? IBCR_MADV_MERGEABLE : 0);
+	       ((vmf & VMF_MERGEABLE) ? IBCR_MADV_MERGEABLE : 0) |
+	       ((vmf & VMF_LOCKED) ? IBCR_MADV_LOCKED : 0);
 }
 
 #define REGION_FAIL(what) \
@@ -130,7 +131,9 @@ static int classify(struct target *t, const struct maps_entry *m,
 	v->pgoff = m->pgoff;
 	v->prot = m->prot;
 	v->flags = (m->shared ? IBCR_VMAF_SHARED : 0) |
-		   ((m->vmflags & VMF_GROWSDOWN) ? IBCR_VMAF_GROWSDOWN : 0);
+		   ((m->vmflags & VMF_GROWSDOWN) ? IBCR_VMAF_GROWSDOWN : 0) |
+		   ((m->vmflags & VMF_NORESERVE) ? IBCR_VMAF_NORESERVE : 0) |
+		   ((m->vmflags & VMF_ACCOUNT) ? IBCR_VMAF_ACCOUNT : 0);
 	v->madv = madv_of(m->vmflags);
 	if (!strcmp(p, "[vsyscall]") || !strcmp(p, "[uprobes]"))
 		return 1;	/* fixed by the kernel, nothing to restore */

@@ -88,10 +88,14 @@ static int seize_pass(struct target *t, struct ibcr_err *e)
 	return added;
 }
 
+#define PF_KTHREAD 0x00200000	/* the kernel's task flag, field 9 of stat */
+
+/* Refuses, with the reason, what cannot be a target; before any change. */
 int target_check(pid_t pid, struct ibcr_err *e)
 {
 	char path[64], *stat = NULL, *p;
-	int rc = 0;
+	unsigned long flags = 0;
+	int rc = 0, fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	if (access(path, F_OK))
@@ -99,12 +103,25 @@ int target_check(pid_t pid, struct ibcr_err *e)
 	if (proc_read(path, &stat, NULL, e))
 		return -1;
 	p = strrchr(stat, ')');
+	if (p)
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags);
 	if (p && (p[2] == 'Z' || p[2] == 'X'))
 		rc = ibcr_fail(e, "pid %d: the process is a zombie", (int)pid);
+	else if (flags & PF_KTHREAD)
+		rc = ibcr_fail(e, "pid %d: is a kernel thread: only user processes can "
+			       "be checkpointed", (int)pid);
 	free(stat);
 	if (!rc && pid == getpid())
 		rc = ibcr_fail(e, "pid %d: cannot checkpoint the saver itself", (int)pid);
-	return rc;
+	if (rc)
+		return rc;
+	/* /proc/PID/mem opens only with ptrace-attach rights: ask now */
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return explain_seize_failure(pid, errno == EACCES ? EPERM : errno, e);
+	close(fd);
+	return 0;
 }
 
 int target_seize(struct target *t, struct ibcr_err *e)

@@ -4,7 +4,8 @@
  * it started keeps using it; resuming it on a CPU (or kernel) without
  * that state component would make it die of SIGILL later, far from the
  * cause. The saved XSAVE area says which components the saving kernel
- * had enabled (the software-reserved bytes); each must be enabled here.
+ * had enabled (its XCR0, kept by ptrace in the software-reserved bytes);
+ * each must be enabled here.
  */
 #include <cpuid.h>
 #include <stdint.h>
@@ -14,7 +15,6 @@
 #include "cpu.h"
 
 #define SW_BYTES_OFFSET 464
-#define FP_XSTATE_MAGIC1 0x46505853u
 
 static uint64_t enabled_xfeatures(void)
 {
@@ -29,15 +29,12 @@ static uint64_t enabled_xfeatures(void)
 
 int arch_check_cpu(const uint8_t *fpregs, uint32_t size, char *why, size_t n)
 {
-	uint32_t magic;
 	uint64_t saved, here;
 
-	if (size < SW_BYTES_OFFSET + 16)
-		return 0;
-	memcpy(&magic, fpregs + SW_BYTES_OFFSET, 4);
-	if (magic != FP_XSTATE_MAGIC1)
+	if (size < 512 + 64)
 		return 0;	/* legacy FXSAVE only: every x86_64 has it */
-	memcpy(&saved, fpregs + SW_BYTES_OFFSET + 8, 8);
+	/* ptrace's NT_X86_XSTATE keeps the saving kernel's XCR0 at byte 464 */
+	memcpy(&saved, fpregs + SW_BYTES_OFFSET, 8);
 	here = enabled_xfeatures();
 	if (!(saved & ~here))
 		return 0;

@@ -75,18 +75,26 @@ static void copy_gpregs(struct k_sigcontext *mc, const struct arch_gpregs *r)
 	mc->ss = USER_DS;
 }
 
-/* Only an XSAVE area with its software-reserved magic restores AVX state. */
-static int is_xsave(const uint8_t *fp, uint32_t size, uint32_t *xstate_size)
+/*
+ * Past the 512-byte legacy area, NT_X86_XSTATE is an XSAVE area, but its
+ * software-reserved bytes hold only the saving kernel's XCR0 (ptrace's
+ * convention), not the _fpx_sw_bytes a signal frame needs: write those,
+ * and MAGIC2 after the area, or the kernel restores x87/SSE state only.
+ */
+static int make_xsave_frame(uint8_t *fp, uint32_t size)
 {
-	uint32_t magic, xs;
+	struct {
+		uint32_t magic1, extended_size;
+		uint64_t xfeatures;
+		uint32_t xstate_size, padding[7];
+	} sw = { FP_XSTATE_MAGIC1, size + 4, 0, size, { 0 } };
+	uint32_t magic2 = FP_XSTATE_MAGIC2;
 
 	if (size < 512 + 64)
-		return 0;
-	memcpy(&magic, fp + SW_BYTES_OFFSET, 4);
-	memcpy(&xs, fp + SW_BYTES_OFFSET + 16, 4);
-	if (magic != FP_XSTATE_MAGIC1 || xs > size)
-		return 0;
-	*xstate_size = xs;
+		return 0;	/* FXSAVE only */
+	memcpy(&sw.xfeatures, fp + SW_BYTES_OFFSET, 8);	/* the saved XCR0 */
+	memcpy(fp + SW_BYTES_OFFSET, &sw, sizeof(sw));
+	memcpy(fp + size, &magic2, 4);
 	return 1;
 }
 
@@ -95,7 +103,6 @@ void *arch_build_frame(void *area, const struct arch_thread_regs *t)
 	uintptr_t base = ((uintptr_t)area + 15) & ~(uintptr_t)15;
 	struct k_rt_sigframe *f = (struct k_rt_sigframe *)base;
 	uintptr_t fp = (base + sizeof(*f) + 63) & ~(uintptr_t)63;
-	uint32_t xs;
 
 	memset(f, 0, sizeof(*f));
 	f->uc.uc_flags = UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS;
@@ -106,12 +113,8 @@ void *arch_build_frame(void *area, const struct arch_thread_regs *t)
 	f->uc.sigmask = t->sigmask;
 	if (t->fpregs_size) {
 		memcpy((void *)fp, t->fpregs, t->fpregs_size);
-		if (is_xsave(t->fpregs, t->fpregs_size, &xs)) {
-			uint32_t magic2 = FP_XSTATE_MAGIC2;
-
-			memcpy((uint8_t *)fp + xs, &magic2, 4);
+		if (make_xsave_frame((uint8_t *)fp, t->fpregs_size))
 			f->uc.uc_flags |= UC_FP_XSTATE;
-		}
 		f->uc.mc.fpstate = fp;
 	}
 	return f;

@@ -74,20 +74,38 @@ void core_unmap_loader(struct plan *p)
 /*
  * The kernel's special mappings move as a set: each first to a parking
  * place in the hole, then to its saved address, so that a saved address
- * overlapping a current one never makes mremap refuse.
+ * overlapping a current one never makes mremap refuse. The parking place
+ * is reserved again afterwards: threads resume before the loader unmaps
+ * the hole, and their new mappings must not land in a range about to be
+ * unmapped.
  */
 void core_move_specials(struct plan *p)
 {
+	uint64_t park = 0, park_len = 0;
+	long rc;
+
 	for (int pass = 0; pass < 2; pass++)
 		for (uint64_t i = 0; i < p->nspecial; i++) {
 			struct plan_special *s = &p->special[i];
 			uint64_t from = pass ? s->park : s->cur;
 			uint64_t to = pass ? s->target : s->park;
-			long rc = sys_mremap(from, s->len, s->len,
-					     MREMAP_MAYMOVE | MREMAP_FIXED, to);
+
+			rc = sys_mremap(from, s->len, s->len, MREMAP_MAYMOVE | MREMAP_FIXED, to);
 
 			if (rc != (long)to)
 				core_die(p, "moving kernel mapping %#lx to %#lx: error %ld",
 					 (unsigned long)from, (unsigned long)to, -rc);
+			if (pass)
+				continue;
+			if (!park || s->park < park)
+				park = s->park;
+			park_len += s->len;
 		}
+	if (!park_len)
+		return;
+	rc = sys_mmap(park, park_len, PROT_NONE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (rc != (long)park)
+		core_die(p, "reserving %#lx-%#lx: error %ld", (unsigned long)park,
+			 (unsigned long)(park + park_len), -rc);
 }

@@ -37,8 +37,29 @@ static void advise(struct plan *p, const struct plan_vma *v, int bit, int advice
 			 advice, -rc);
 }
 
+/*
+ * A run goes straight from the image into its place when the region is
+ * writable now; otherwise (a read-only region that must not become
+ * writable, see map_one) through the bounce buffer and /proc/self/mem,
+ * which writes past the protection as a debugger does.
+ */
+static long fill(struct plan *p, uint64_t addr, uint64_t k, uint64_t off, int memfd)
+{
+	long got, put;
+
+	if (memfd < 0)
+		return sys_pread(p->img_fd, (void *)addr, k, off);
+	if (k > p->bounce_len)
+		k = p->bounce_len;
+	got = sys_pread(p->img_fd, p->bounce, k, off);
+	if (got <= 0)
+		return got;
+	put = SYS(__NR_pwrite64, memfd, p->bounce, got, addr, 0, 0);
+	return put == got ? got : (put < 0 ? put : -5 /* EIO */);
+}
+
 static uint32_t read_run(struct plan *p, const struct plan_vma *v,
-			 const struct ibcr_run *run, uint64_t *off, uint32_t crc)
+			 const struct ibcr_run *run, uint64_t *off, uint32_t crc, int memfd)
 {
 	uint64_t len = run->npages * p->page_size;
 
@@ -47,10 +68,11 @@ static uint32_t read_run(struct plan *p, const struct plan_vma *v,
 	 * letting pread fault in page by page; kernels before 5.14 say
 	 * EINVAL and fall back to faulting.
 	 */
-	sys_madvise(run->addr, len, MADV_POPULATE_WRITE);
+	if (memfd < 0)
+		sys_madvise(run->addr, len, MADV_POPULATE_WRITE);
 	for (uint64_t done = 0; done < len; ) {
 		uint64_t k = len - done < CHUNK ? len - done : CHUNK;
-		long got = sys_pread(p->img_fd, (void *)(run->addr + done), k, *off);
+		long got = fill(p, run->addr + done, k, *off, memfd);
 
 		if (got <= 0)
 			core_die(p, "image %s: reading region %#lx-%#lx (%s): %s %ld",
@@ -64,29 +86,114 @@ static uint32_t read_run(struct plan *p, const struct plan_vma *v,
 	return crc;
 }
 
-static void map_one(struct plan *p, const struct plan_vma *v)
+/*
+ * Would the kernel merge v into the region just below it? Only
+ * neighbours with equal flags can merge: adjacent, same kind, protection
+ * and sharing, and for files contiguous offsets of the same file.
+ */
+static int could_merge(const struct plan_vma *prev, const struct plan_vma *v)
+{
+	return prev && prev->end == v->start && prev->kind == v->kind &&
+	       prev->prot == v->prot && prev->flags == v->flags && prev->madv == v->madv &&
+	       !(v->flags & IBCR_VMAF_SHARED) &&
+	       (v->fd < 0 || (prev->fd == v->fd &&
+			      prev->pgoff + (prev->end - prev->start) == v->pgoff));
+}
+
+/*
+ * Saved regions are separate VMAs, and must stay so: /proc/PID/maps, a
+ * later munmap or mprotect, and the next checkpoint see the difference.
+ * Neighbours with equal flags were kept apart in the original by their
+ * distinct anon_vmas, which the kernel checks on every merge attempt. A
+ * region gets an anon_vma of its own only if, at its first write, no
+ * neighbour is compatible (same flags but access bits: the kernel would
+ * share the neighbour's). So a region is mapped with a protection its
+ * lower neighbour lacks (no merge at mmap), its VM_DONTDUMP is flipped
+ * while it is written (its data, or one page written and dropped), and
+ * only then does it get its saved advice and protection.
+ */
+static int temp_prot(const struct plan_vma *prev, const struct plan_vma *v)
+{
+	int rw = PROT_READ | PROT_WRITE;
+
+	if (prev && prev->end == v->start && (int)prev->prot == rw)
+		return rw | PROT_EXEC;
+	return rw;
+}
+
+static void set_dontdump(struct plan *p, const struct plan_vma *v, int on)
+{
+	if (sys_madvise(v->start, v->end - v->start, on ? MADV_DONTDUMP : MADV_DODUMP))
+		core_die(p, "region %#lx-%#lx (%s): madvise DONTDUMP/DODUMP failed",
+			 (unsigned long)v->start, (unsigned long)v->end, v->name);
+}
+
+static void own_anon_vma(struct plan *p, const struct plan_vma *v)
+{
+	*(volatile uint8_t *)v->start = *(volatile uint8_t *)v->start;
+	if (sys_madvise(v->start, p->page_size, MADV_DONTNEED))
+		core_die(p, "region %#lx-%#lx (%s): madvise DONTNEED failed",
+			 (unsigned long)v->start, (unsigned long)v->end, v->name);
+}
+
+/*
+ * A private mapping that was never writable is not charged to the commit
+ * limit (no VM_ACCOUNT); making it writable, even for a moment, would
+ * charge it for good, change its flags and let it merge with neighbours
+ * it was apart from. Those keep their protection from the start.
+ */
+static int may_write(const struct plan_vma *v)
+{
+	return (v->flags & (IBCR_VMAF_SHARED | IBCR_VMAF_ACCOUNT)) || (v->prot & PROT_WRITE);
+}
+
+static int open_self_mem(struct plan *p, const struct plan_vma *v)
+{
+	long fd = SYS(__NR_openat, -100 /* AT_FDCWD */, "/proc/self/mem", 2 /* O_RDWR */,
+		      0, 0, 0);
+
+	if (fd < 0)
+		core_die(p, "region %#lx-%#lx (%s): opening /proc/self/mem: error %ld",
+			 (unsigned long)v->start, (unsigned long)v->end, v->name, -fd);
+	return (int)fd;
+}
+
+static void map_one(struct plan *p, const struct plan_vma *prev, const struct plan_vma *v)
 {
 	uint64_t len = v->end - v->start, off = v->data_off;
-	int prot = (int)v->prot;
+	int prot = may_write(v) ? temp_prot(prev, v) : (int)v->prot;
+	int flags = map_flags(v) | ((v->flags & IBCR_VMAF_NORESERVE) ? MAP_NORESERVE : 0);
+	int memfd = -1, apart;
 	uint32_t crc = 0;
 	long rc;
 
-	/* Writable while filled; the saved protection comes last. */
-	if (v->data_len)
-		prot |= PROT_READ | PROT_WRITE;
-	rc = sys_mmap(v->start, len, prot, map_flags(v), v->fd, v->pgoff);
+	if ((v->flags & IBCR_VMAF_SHARED) && v->fd >= 0)
+		prot = (int)v->prot;	/* its file may be open read-only */
+	rc = sys_mmap(v->start, len, prot, flags, v->fd, v->pgoff);
 	if (rc != (long)v->start)
 		core_die(p, "mapping region %#lx-%#lx (%s): error %ld",
 			 (unsigned long)v->start, (unsigned long)v->end, v->name, -rc);
 	advise(p, v, IBCR_MADV_HUGEPAGE, MADV_HUGEPAGE);
 	advise(p, v, IBCR_MADV_NOHUGEPAGE, MADV_NOHUGEPAGE);
+	apart = (prot & PROT_WRITE) && could_merge(prev, v);
+	if (apart)
+		set_dontdump(p, v, !(v->madv & IBCR_MADV_DONTDUMP));
+	if (v->data_len && !(prot & PROT_WRITE))
+		memfd = open_self_mem(p, v);
 	for (uint64_t i = 0; i < v->nruns; i++)
-		crc = read_run(p, v, &v->runs[i], &off, crc);
+		crc = read_run(p, v, &v->runs[i], &off, crc, memfd);
+	if (memfd >= 0)
+		sys_close(memfd);
 	if (crc != v->data_crc)
 		core_die(p, "image %s: region %#lx-%#lx (%s): page data is corrupt "
 			 "(CRC mismatch); nothing was resumed", p->image_path,
 			 (unsigned long)v->start, (unsigned long)v->end, v->name);
-	advise(p, v, IBCR_MADV_DONTDUMP, MADV_DONTDUMP);
+	if (apart && !v->data_len)
+		own_anon_vma(p, v);
+	if (apart)
+		set_dontdump(p, v, v->madv & IBCR_MADV_DONTDUMP);
+	else
+		advise(p, v, IBCR_MADV_DONTDUMP, MADV_DONTDUMP);
 	advise(p, v, IBCR_MADV_DONTFORK, MADV_DONTFORK);
 	advise(p, v, IBCR_MADV_WIPEONFORK, MADV_WIPEONFORK);
 	advise(p, v, IBCR_MADV_MERGEABLE, MADV_MERGEABLE);
@@ -97,15 +204,26 @@ static void map_one(struct plan *p, const struct plan_vma *v)
 				 (unsigned long)v->start, (unsigned long)v->end,
 				 v->name, -rc);
 	}
+	if (v->madv & IBCR_MADV_LOCKED) {
+		rc = SYS(__NR_mlock, v->start, len, 0, 0, 0, 0);
+		if (rc)
+			core_die(p, "locking region %#lx-%#lx (%s) in memory: error %ld",
+				 (unsigned long)v->start, (unsigned long)v->end, v->name, -rc);
+	}
 }
 
 void core_map_regions(struct plan *p)
 {
+	const struct plan_vma *prev = 0;
+
 	for (uint64_t i = 0; i < p->nvmas; i++) {
 		const struct plan_vma *v = &p->vmas[i];
 
-		if (v->kind == IBCR_VMA_SPECIAL || v->kind == IBCR_VMA_DEVICE)
-			continue;	/* moved already / owned by a stage */
-		map_one(p, v);
+		if (v->kind == IBCR_VMA_SPECIAL || v->kind == IBCR_VMA_DEVICE) {
+			prev = 0;	/* moved already / owned by a stage */
+			continue;
+		}
+		map_one(p, prev, v);
+		prev = v;
 	}
 }

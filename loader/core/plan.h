@@ -108,6 +108,8 @@ struct plan {
 	uint32_t nsiginfo_shared;
 	const uint8_t *siginfo_shared;
 	const char *image_path;	/* for messages */
+	uint8_t *bounce;	/* for regions filled through /proc/self/mem */
+	uint64_t bounce_len;
 	/* futex words, written by the threads */
 	int32_t ready;
 	int32_t go;
