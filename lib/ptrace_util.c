@@ -139,24 +139,35 @@ static int syscall_info(pid_t tid, struct sysinfo_head *si, struct ibcr_err *e)
 
 /*
  * Resumes with PTRACE_SYSCALL to the next syscall stop (the thread must
- * have been seized with PTRACE_O_TRACESYSGOOD). Any other stop means the
- * code we run faulted or a signal that cannot be blocked came: that is
- * reported, and the signal is not delivered.
+ * have been seized with PTRACE_O_TRACESYSGOOD). A PTRACE_EVENT stop on
+ * the way (a clone we asked to trace) is passed, its message kept in
+ * *event if given. Any other stop means the code we run faulted or a
+ * signal that cannot be blocked came: that is reported, and the signal
+ * is not delivered.
  */
-static int next_syscall_stop(pid_t tid, struct sysinfo_head *si,
+static int next_syscall_stop(pid_t tid, struct sysinfo_head *si, unsigned long *event,
 			     struct ibcr_err *e)
 {
 	int st;
 
-	if (PT(PTRACE_SYSCALL, tid, 0, 0))
-		return ibcr_fail_errno(e, errno, "thread %d: PTRACE_SYSCALL", tid);
-	if (pt_wait(tid, &st, e))
-		return -1;
-	if (WSTOPSIG(st) != (SIGTRAP | 0x80))
+	for (;;) {
+		if (PT(PTRACE_SYSCALL, tid, 0, 0))
+			return ibcr_fail_errno(e, errno, "thread %d: PTRACE_SYSCALL", tid);
+		if (pt_wait(tid, &st, e))
+			return -1;
+		if (WSTOPSIG(st) == (SIGTRAP | 0x80))
+			return syscall_info(tid, si, e);
+		if (event && WSTOPSIG(st) == SIGTRAP && (st >> 16) &&
+		    (st >> 16) != PTRACE_EVENT_STOP) {
+			if (PT(PTRACE_GETEVENTMSG, tid, 0, event))
+				return ibcr_fail_errno(e, errno, "thread %d: PTRACE_GETEVENTMSG",
+						       tid);
+			continue;
+		}
 		return ibcr_fail(e, "thread %d: unexpected stop (signal %d, event %d) "
 				 "while running a system call in it", tid,
 				 WSTOPSIG(st), st >> 16);
-	return syscall_info(tid, si, e);
+	}
 }
 
 int pt_run_until_syscall_exit(pid_t tid, long nr, struct ibcr_err *e)
@@ -164,18 +175,18 @@ int pt_run_until_syscall_exit(pid_t tid, long nr, struct ibcr_err *e)
 	struct sysinfo_head si;
 
 	do {
-		if (next_syscall_stop(tid, &si, e))
+		if (next_syscall_stop(tid, &si, NULL, e))
 			return -1;
 	} while (si.op != SYSINFO_ENTRY || (long)si.nr != nr);
 	do {
-		if (next_syscall_stop(tid, &si, e))
+		if (next_syscall_stop(tid, &si, NULL, e))
 			return -1;
 	} while (si.op != SYSINFO_EXIT);
 	return 0;
 }
 
-int pt_inject_syscall(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
-		      long *ret, struct ibcr_err *e)
+int pt_inject_syscall_ev(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
+			 long *ret, unsigned long *event, struct ibcr_err *e)
 {
 	struct arch_gpregs saved, r;
 	uint64_t mask;
@@ -189,14 +200,14 @@ int pt_inject_syscall(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
 	arch_setup_syscall(&r, insn, nr, a);
 	if (pt_setregs(tid, &r, e))
 		goto out;
-	if (next_syscall_stop(tid, &si, e))
+	if (next_syscall_stop(tid, &si, NULL, e))
 		goto out;
 	if (si.op != SYSINFO_ENTRY || (long)si.nr != nr) {
 		ibcr_fail(e, "thread %d: injected syscall %ld did not start (op %u nr %lld)",
 			  tid, nr, si.op, (long long)si.nr);
 		goto out;
 	}
-	if (next_syscall_stop(tid, &si, e))
+	if (next_syscall_stop(tid, &si, event, e))
 		goto out;
 	if (si.op != SYSINFO_EXIT) {
 		ibcr_fail(e, "thread %d: injected syscall %ld did not finish", tid, nr);
@@ -210,4 +221,10 @@ out:
 	if (pt_setregs(tid, &saved, e) || pt_setsigmask(tid, mask, e))
 		rc = -1;
 	return rc;
+}
+
+int pt_inject_syscall(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
+		      long *ret, struct ibcr_err *e)
+{
+	return pt_inject_syscall_ev(tid, insn, nr, a, ret, NULL, e);
 }

@@ -38,6 +38,10 @@ int pt_setsigmask(pid_t tid, uint64_t mask, struct ibcr_err *e);
 int pt_inject_syscall(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
 		      long *ret, struct ibcr_err *e);
 
+/* The same, keeping the message of a PTRACE_EVENT stop (a traced clone's pid). */
+int pt_inject_syscall_ev(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
+			 long *ret, unsigned long *event, struct ibcr_err *e);
+
 /*
  * Resumes a stopped thread under PTRACE_SYSCALL until it has completed
  * system call `nr` (stopped at its exit). Other syscalls pass.

@@ -26,7 +26,8 @@ int read_target(struct target *t, uint64_t addr, void *buf, size_t len,
 		struct ibcr_err *e)
 {
 	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
-	ssize_t got = process_vm_readv(t->pid, &local, 1, &remote, 1, 0);
+	pid_t from = t->mem_pid ? t->mem_pid : t->pid;
+	ssize_t got = process_vm_readv(from, &local, 1, &remote, 1, 0);
 
 	if (got == (ssize_t)len)
 		return 0;

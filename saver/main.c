@@ -10,6 +10,9 @@
  * them running as before and no image behind. docs/cli.md documents it.
  */
 #include <getopt.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +26,8 @@ static void usage(FILE *f)
 		   "  -o, --output IMAGE  write the checkpoint to IMAGE\n"
 		   "  -k, --kill          kill the processes once the image is complete\n"
 		   "  -s, --stop          leave them stopped (SIGSTOP) instead of running\n"
+		   "      --no-snapshot   keep them stopped while the image is written\n"
+		   "      --stats         print timings and sizes (ibcr-stats: ...) on stderr\n"
 		   "  -h, --help          show this help\n");
 }
 
@@ -55,7 +60,7 @@ static int write_meta(struct img_writer *w, uint32_t idx, struct target *t,
 
 	enc_proc(&b, &t->ps);
 	rc = imgw_section(w, IBCR_SEC_PROC, idx, NULL, b.p, b.len, e);
-	for (uint32_t i = 0; i < t->nthreads && !rc; i++) {
+	for (uint32_t i = 0; i < t->ps.rec.nthreads && !rc; i++) {
 		b.len = 0;
 		enc_thread(&b, &t->ps.threads[i]);
 		rc = imgw_section(w, IBCR_SEC_THREAD, idx, NULL, b.p, b.len, e);
@@ -97,19 +102,79 @@ fail:
 	return -1;
 }
 
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Lets the processes go: running, stopped or killed; the shims unblock. */
+static void release_all(struct target *t, uint32_t n, int how)
+{
+	for (uint32_t i = 0; i < n; i++)
+		target_release(&t[i], how);
+	if (how != RELEASE_KILL)
+		verbs_release(t, n);
+}
+
+/*
+ * A process that runs on gets a snapshot to be written from, so that it
+ * is stopped only while its state is captured. All or none: with several
+ * processes, one without a snapshot keeps them all stopped.
+ */
+static int snapshot_all(struct target *t, uint32_t n, struct ibcr_err *e)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (snapshot_create(&t[i], e))
+			return -1;
+	for (uint32_t i = 0; i < n; i++)
+		if (!t[i].mem_pid)
+			return 0;
+	return 1;
+}
+
+struct stats {
+	double start, frozen, captured, released, written;
+	uint64_t image_bytes, page_bytes;
+};
+
+static void print_stats(const struct stats *s, struct target *t, uint32_t n,
+			const char *out)
+{
+	struct rusage ru;
+	struct stat st;
+	uint64_t pages = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t k = 0; k < t[i].ps.nvmas; k++)
+			pages += t[i].ps.vmas[k].data_len;
+	getrusage(RUSAGE_SELF, &ru);
+	fprintf(stderr, "ibcr-stats: freeze_ms=%.1f capture_ms=%.1f write_ms=%.1f "
+		"total_ms=%.1f image_bytes=%llu page_bytes=%llu peak_rss_kb=%ld\n",
+		s->released - s->frozen, s->captured - s->frozen,
+		s->written - s->captured, s->written - s->start,
+		stat(out, &st) ? 0ull : (unsigned long long)st.st_size,
+		(unsigned long long)pages, ru.ru_maxrss);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "kill", no_argument, NULL, 'k' },
 		{ "stop", no_argument, NULL, 's' },
+		{ "stats", no_argument, NULL, 'S' },
+		{ "no-snapshot", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *out = NULL;
-	int how = RELEASE_RUN, c, rc = 0;
+	int how = RELEASE_RUN, c, rc = 0, stats = 0, snapshots = 1, released = 0;
 	struct target *t;
 	struct ibcr_err e = { "" };
+	struct stats s = { .start = now_ms() };
 	uint32_t n;
 
 	while ((c = getopt_long(argc, argv, "o:ksh", opts, NULL)) != -1) {
@@ -117,6 +182,8 @@ int main(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'k': how = RELEASE_KILL; break;
 		case 's': how = RELEASE_STOP; break;
+		case 'S': stats = 1; break;
+		case 'N': snapshots = 0; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -139,20 +206,35 @@ int main(int argc, char **argv)
 	/* Verbs users quiesce themselves first, while they still run. */
 	if (!rc)
 		rc = verbs_quiesce(t, n, &e);
+	s.frozen = now_ms();
 	/* All are stopped before any is read: one consistent point in time. */
 	for (uint32_t i = 0; i < n && !rc; i++)
 		rc = target_seize(&t[i], &e);
 	for (uint32_t i = 0; i < n && !rc; i++)
 		rc = capture(&t[i], &e);
+	s.captured = now_ms();
+	if (!rc && how == RELEASE_RUN && snapshots) {
+		rc = snapshot_all(t, n, &e);
+		released = rc == 1;
+		rc = rc < 0 ? -1 : 0;
+		if (released)
+			release_all(t, n, RELEASE_RUN);
+	}
+	s.released = now_ms();
 	if (!rc)
 		rc = write_image(out, t, n, &e);
+	s.written = now_ms();
+	for (uint32_t i = 0; i < n; i++)
+		snapshot_destroy(&t[i]);
 	if (rc) {
 		fprintf(stderr, "saver: %s\n", e.msg);
 		how = RELEASE_RUN;	/* never kill what we could not save */
 	}
-	for (uint32_t i = 0; i < n; i++)
-		target_release(&t[i], how);
-	if (how != RELEASE_KILL)
-		verbs_release(t, n);	/* the shims unblock their threads */
+	if (!released) {
+		s.released = now_ms();
+		release_all(t, n, how);
+	}
+	if (stats && !rc)
+		print_stats(&s, t, n, out);
 	return rc ? 1 : 0;
 }

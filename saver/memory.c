@@ -326,7 +326,8 @@ static int open_object(struct target *t, const struct ibcr_vma *v)
 
 	if (v->kind != IBCR_VMA_SHMEM)
 		return -1;
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)t->pid,
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx",
+		 (int)(t->mem_pid ? t->mem_pid : t->pid),
 		 (unsigned long long)v->start, (unsigned long long)v->end);
 	return open(path, O_RDONLY | O_CLOEXEC);	/* -1: read the whole range */
 }
@@ -362,7 +363,9 @@ int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
 	char path[64];
 	int rc = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)t->pid);
+	/* from the snapshot when there is one: the process runs on meanwhile */
+	snprintf(path, sizeof(path), "/proc/%d/pagemap",
+		 (int)(t->mem_pid ? t->mem_pid : t->pid));
 	d.pmfd = open(path, O_RDONLY | O_CLOEXEC);
 	if (d.pmfd < 0)
 		return ibcr_fail_errno(e, errno, "pid %d: opening %s", (int)t->pid, path);

@@ -17,8 +17,10 @@ struct target {
 	uint32_t nthreads;
 	pid_t *tids;		/* main thread first */
 	int *seized;		/* per thread: attached by us */
+	int released;		/* let go (run, stop or kill) already */
 	uint64_t syscall_insn;	/* a syscall instruction in its [vdso] */
-	int memfd;		/* /proc/PID/mem */
+	int memfd;		/* /proc/PID/mem (of mem_pid when set) */
+	pid_t mem_pid;		/* the copy-on-write snapshot memory is read from */
 	uint64_t verbs_addr;	/* the verbs shim's control object, or 0 */
 	struct ibcr_verbs_control *verbs;	/* its copy once quiesced */
 	struct ibcr_process_state ps;
@@ -55,6 +57,10 @@ void verbs_release(struct target *t, uint32_t n);
 int verbs_owns_fd(const struct target *t, int fd);
 int verbs_write_section(struct target *t, uint32_t proc, struct img_writer *w,
 			struct ibcr_err *e);
+
+/* snapshot.c: a copy-on-write copy to write the image from */
+int snapshot_create(struct target *t, struct ibcr_err *e);
+void snapshot_destroy(struct target *t);
 
 /* util */
 int read_target(struct target *t, uint64_t addr, void *buf, size_t len,

@@ -153,6 +153,8 @@ int target_seize(struct target *t, struct ibcr_err *e)
 
 void target_release(struct target *t, int how)
 {
+	if (t->released)
+		return;
 	if (how == RELEASE_KILL && t->nthreads)
 		kill(t->pid, SIGKILL);
 	if (how == RELEASE_STOP)
@@ -160,7 +162,5 @@ void target_release(struct target *t, int how)
 	for (uint32_t i = 0; i < t->nthreads; i++)
 		if (t->seized[i])
 			ptrace(PTRACE_DETACH, t->tids[i], NULL, NULL);
-	if (t->memfd > 0)
-		close(t->memfd);
-	t->memfd = -1;
+	t->released = 1;
 }
