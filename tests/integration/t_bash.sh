@@ -26,10 +26,11 @@ restart "$T/img.ckpt"
 expect_pid "$pid" "$RPID"
 wait_line "$T/prog.out" "^tick $((before + 3)) "
 maps "$RPID" >"$T/maps.after"
-diff "$T/maps.before" "$T/maps.after" >"$T/maps.diff" ||
-	fail "memory layout changed: $(cat "$T/maps.diff")"
 wait "$LPID" || fail "restored bash exited with status $?"
 grep -q FAIL "$T/prog.out" && fail "bash found its variables changed: $(grep FAIL "$T/prog.out")"
 grep -q '^DONE' "$T/prog.out" || fail "bash did not finish"
 assert_ticks_continuous "$T/prog.out"
+# last: the checks above tell whether the process works despite a difference
+diff "$T/maps.before" "$T/maps.after" >"$T/maps.diff" ||
+	fail "memory layout changed: $(cat "$T/maps.diff")"
 exit 0

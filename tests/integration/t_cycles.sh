@@ -20,8 +20,6 @@ for cycle in 1 2 3; do
 	expect_pid "$pid" "$RPID"
 	wait_line "$T/prog.out" "^tick $((before + 3)) "
 	maps "$RPID" >"$T/maps.after$cycle"
-	diff "$T/maps.before" "$T/maps.after$cycle" >"$T/maps.diff" ||
-		fail "memory layout changed in cycle $cycle: $(cat "$T/maps.diff")"
 	note "cycle $cycle: checkpointed after tick $before, continued as pid $RPID"
 	cur=$RPID
 done
@@ -29,4 +27,9 @@ wait "$LPID" || fail "restored program exited with status $?"
 grep -q FAIL "$T/prog.out" && fail "program found its memory changed: $(grep FAIL "$T/prog.out")"
 grep -q '^DONE' "$T/prog.out" || fail "program did not finish"
 assert_ticks_continuous "$T/prog.out"
+# last: the checks above tell whether the process works despite a difference
+for cycle in 1 2 3; do
+	diff "$T/maps.before" "$T/maps.after$cycle" >"$T/maps.diff" ||
+		fail "memory layout changed in cycle $cycle: $(cat "$T/maps.diff")"
+done
 exit 0

@@ -35,10 +35,13 @@
 #define NTHREADS 8
 /*
  * A thread that made no progress for this many ticks in a row is stuck
- * (never resumed, or deadlocked). One tick is too strict on a loaded
- * two-CPU machine, where a runnable thread can wait 100 ms for a CPU.
+ * (never resumed, or deadlocked). A few ticks are too strict on a loaded
+ * two-CPU machine, where a runnable thread was seen to wait half a second
+ * for a CPU, without any checkpoint.
  */
-#define STALL_TICKS 5
+#ifndef STALL_TICKS
+#define STALL_TICKS 20
+#endif
 enum { COMPUTE0, COMPUTE1, CONDWAIT0, CONDWAIT1, SLEEP0, SLEEP1, SIGWAIT, SIGNALLER };
 static const char *const names[NTHREADS] = {
 	"compute0", "compute1", "condwait0", "condwait1",
@@ -251,7 +254,7 @@ int main(int argc, char **argv)
 	long ticks = argc > 1 ? atol(argv[1]) : -1;
 	long ms = argc > 2 ? atol(argv[2]) : 100;
 	uint64_t last[NTHREADS] = { 0 };
-	int stalled[NTHREADS] = { 0 };
+	int stalled[NTHREADS] = { 0 }, max_stall = 0;
 	pthread_t th[NTHREADS];
 	sigset_t set;
 
@@ -274,6 +277,8 @@ int main(int argc, char **argv)
 		for (int i = 0; i < NTHREADS; i++) {
 			now[i] = __atomic_load_n(&progress[i], __ATOMIC_RELAXED);
 			stalled[i] = now[i] > last[i] ? 0 : stalled[i] + 1;
+			if (stalled[i] > max_stall)
+				max_stall = stalled[i];
 			if (stalled[i] >= STALL_TICKS) {
 				char st[128];
 
@@ -297,7 +302,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		memcpy(last, now, sizeof(last));
 	}
-	printf("DONE pid %d\n", (int)getpid());
+	printf("DONE pid %d longest stall %d ticks\n", (int)getpid(), max_stall);
 	fflush(stdout);
 	_exit(0);	/* the threads never end on their own */
 }
