@@ -50,6 +50,7 @@ enum ibcr_sec_type {
 
 /* Section flags. */
 #define IBCR_SECF_CRC_PER_REGION 0x1 /* PAGES: data_crc unused, see vmas */
+#define IBCR_SECF_BLOCKS 0x2	/* PAGES: a sequence of (compressed) blocks */
 
 /*
  * Every section starts with this header. The payload follows after `pad`
@@ -67,6 +68,32 @@ struct ibcr_sec_hdr {
 	char name[24];		/* owner of an OPAQUE section, else empty */
 	uint32_t reserved;
 	uint32_t hdr_crc;	/* CRC-32C of the 60 bytes before it */
+};
+
+/*
+ * A compressed PAGES payload is a sequence of blocks, each this header
+ * and stored_len bytes, padded to 8. Block k holds bytes [raw_off,
+ * raw_off + raw_len) of the page stream, the concatenation of every
+ * region's page data that an uncompressed PAGES payload holds as is;
+ * regions' data_off and data_len refer to that stream. A block that
+ * did not shrink is stored raw (codec 0).
+ */
+enum ibcr_codec {
+	IBCR_CODEC_RAW = 0,
+	IBCR_CODEC_ZSTD = 1,
+	IBCR_CODEC_ZLIB = 2,
+};
+
+#define IBCR_BLOCK_MAGIC 0x4b4c4249u /* "IBLK" */
+
+struct ibcr_block {
+	uint32_t magic;
+	uint32_t codec;		/* enum ibcr_codec */
+	uint32_t raw_len;
+	uint32_t stored_len;
+	uint64_t raw_off;
+	uint32_t raw_crc;	/* CRC-32C of the raw_len uncompressed bytes */
+	uint32_t hdr_crc;	/* CRC-32C of the 28 bytes before it */
 };
 
 /* END section payload. */

@@ -5,11 +5,13 @@
  * order, bounds and page data that is really there.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "buf.h"
+#include "compress.h"
 #include "crc32c.h"
 #include "image_io.h"
 
@@ -146,7 +148,7 @@ static int dec_vmas(struct img_reader *r, uint32_t proc, const uint8_t *p,
 {
 	struct ibcr_vmas_hdr h;
 	const uint8_t *tab;
-	uint64_t fixed;
+	uint64_t fixed, next = 0;
 
 	if (n < sizeof(h))
 		return BAD("VMAS section too short");
@@ -173,7 +175,47 @@ static int dec_vmas(struct img_reader *r, uint32_t proc, const uint8_t *p,
 		ps->vma_names[i] = xstrdup(s);
 		if (check_vma(r, proc, ps, i, e))
 			return -1;
+		/* the regions' data follow each other in the page stream */
+		if (ps->vmas[i].data_len && ps->vmas[i].data_off != next)
+			return BAD("region data out of order in the page stream");
+		next += ps->vmas[i].data_len;
 	}
+	return 0;
+}
+
+/* The block index of a compressed PAGES payload, every header checked. */
+static int scan_blocks(struct img_reader *r, uint32_t proc, const struct img_section *s,
+		       struct ibcr_process_state *ps, struct ibcr_err *e)
+{
+	uint64_t off = s->payload, end = s->payload + s->h.size, raw = 0, cap = 0;
+
+	while (off < end) {
+		struct ibcr_block b;
+		struct ibcr_blockref *ref;
+
+		if (end - off < sizeof(b) || pread(r->fd, &b, sizeof(b), (off_t)off) != sizeof(b))
+			return ibcr_fail(e, "image %s: process %u: page block at offset %llu "
+					 "is cut off", r->path, proc, (unsigned long long)off);
+		if (b.magic != IBCR_BLOCK_MAGIC ||
+		    b.hdr_crc != crc32c(0, &b, offsetof(struct ibcr_block, hdr_crc)))
+			return ibcr_fail(e, "image %s: process %u: page block at offset %llu "
+					 "is corrupt (header CRC mismatch)", r->path, proc,
+					 (unsigned long long)off);
+		if (b.raw_off != raw || b.raw_len == 0 || b.raw_len > (16u << 20) ||
+		    b.stored_len > end - off - sizeof(b) || b.codec > IBCR_CODEC_ZLIB ||
+		    (b.codec == IBCR_CODEC_RAW && b.stored_len != b.raw_len))
+			return ibcr_fail(e, "image %s: process %u: page block at offset %llu "
+					 "is malformed", r->path, proc, (unsigned long long)off);
+		if (ps->nblocks == cap)
+			ps->blocks = xrealloc(ps->blocks, sizeof(*ps->blocks) *
+					      (cap = cap ? cap * 2 : 64));
+		ref = &ps->blocks[ps->nblocks++];
+		*ref = (struct ibcr_blockref){ off + sizeof(b), b.raw_off, b.raw_len,
+					       b.stored_len, b.codec, b.raw_crc };
+		raw += b.raw_len;
+		off += sizeof(b) + (b.stored_len + 7) / 8 * 8;
+	}
+	ps->pages_size = raw;
 	return 0;
 }
 
@@ -244,6 +286,8 @@ int imgr_load_process(struct img_reader *r, uint32_t proc,
 			ps->pages_off = s->payload;
 			ps->pages_size = s->h.size;
 			seen |= S_PAGES;
+			if ((s->h.flags & IBCR_SECF_BLOCKS) && scan_blocks(r, proc, s, ps, e))
+				goto fail;
 			continue;
 		}
 		if (imgr_payload(r, i, &p, e))
@@ -270,38 +314,93 @@ fail:
 	return -1;
 }
 
+/* Streams the page data of every region, in order, through the region CRCs. */
+struct crc_walk {
+	const struct ibcr_process_state *ps;
+	uint32_t region, crc;
+	uint64_t pos;		/* stream offset reached */
+};
+
+static int walk_bytes(struct img_reader *r, struct crc_walk *w, const uint8_t *p,
+		      uint64_t n, struct ibcr_err *e)
+{
+	while (n) {
+		const struct ibcr_vma *v;
+		uint64_t end, k;
+
+		while (w->region < w->ps->nvmas && !w->ps->vmas[w->region].data_len)
+			w->region++;
+		if (w->region >= w->ps->nvmas)
+			return 0;	/* bytes past the last region: nobody's */
+		v = &w->ps->vmas[w->region];
+		end = v->data_off + v->data_len;
+		k = end - w->pos < n ? end - w->pos : n;
+		w->crc = crc32c(w->crc, p, (size_t)k);
+		w->pos += k;
+		p += k;
+		n -= k;
+		if (w->pos == end) {
+			if (w->crc != v->data_crc)
+				return ibcr_fail(e, "image %s: region %#llx-%#llx (%s): page "
+						 "data is corrupt (CRC mismatch)", r->path,
+						 (unsigned long long)v->start,
+						 (unsigned long long)v->end,
+						 w->ps->vma_names[w->region]);
+			w->crc = 0;
+			w->region++;
+		}
+	}
+	return 0;
+}
+
+static int verify_raw(struct img_reader *r, struct crc_walk *w, uint8_t *buf,
+		      size_t cap, struct ibcr_err *e)
+{
+	for (uint64_t done = 0; done < w->ps->pages_size; ) {
+		size_t k = w->ps->pages_size - done < cap ? w->ps->pages_size - done : cap;
+		ssize_t got = pread(r->fd, buf, k, (off_t)(w->ps->pages_off + done));
+
+		if (got <= 0)
+			return ibcr_fail_errno(e, got ? errno : EIO, "image %s: reading page data",
+					       r->path);
+		if (walk_bytes(r, w, buf, (uint64_t)got, e))
+			return -1;
+		done += (uint64_t)got;
+	}
+	return 0;
+}
+
+static int verify_blocks(struct img_reader *r, struct crc_walk *w, uint8_t *buf,
+			 size_t cap, struct ibcr_err *e)
+{
+	uint8_t *stored = xmalloc(cap);
+	int rc = 0;
+
+	for (uint64_t i = 0; i < w->ps->nblocks && !rc; i++) {
+		const struct ibcr_blockref *b = &w->ps->blocks[i];
+
+		if (b->raw_len > cap || b->stored_len > cap ||
+		    pread(r->fd, stored, b->stored_len, (off_t)b->file_off) != b->stored_len ||
+		    blk_decompress((int)b->codec, stored, b->stored_len, buf, b->raw_len) ||
+		    crc32c(0, buf, b->raw_len) != b->raw_crc)
+			rc = ibcr_fail(e, "image %s: page block %llu (stream offset %llu) is "
+				       "corrupt", r->path, (unsigned long long)i,
+				       (unsigned long long)b->raw_off);
+		else
+			rc = walk_bytes(r, w, buf, b->raw_len, e);
+	}
+	free(stored);
+	return rc;
+}
+
 int imgr_verify_pages(struct img_reader *r, const struct ibcr_process_state *ps,
 		      struct ibcr_err *e)
 {
-	size_t cap = 1u << 20;
+	size_t cap = 64u << 20;
 	uint8_t *buf = xmalloc(cap);
-	int rc = 0;
+	struct crc_walk w = { ps, 0, 0, 0 };
+	int rc = ps->nblocks ? verify_blocks(r, &w, buf, cap, e) : verify_raw(r, &w, buf, cap, e);
 
-	for (uint32_t i = 0; i < ps->nvmas && !rc; i++) {
-		const struct ibcr_vma *v = &ps->vmas[i];
-		uint32_t crc = 0;
-
-		for (uint64_t done = 0; done < v->data_len; ) {
-			size_t k = v->data_len - done < cap ? v->data_len - done : cap;
-			ssize_t got = pread(r->fd, buf, k,
-					    (off_t)(ps->pages_off + v->data_off + done));
-
-			if (got <= 0) {
-				rc = ibcr_fail_errno(e, got ? errno : EIO,
-						     "image %s: reading region %#llx-%#llx",
-						     r->path, (unsigned long long)v->start,
-						     (unsigned long long)v->end);
-				break;
-			}
-			crc = crc32c(crc, buf, (size_t)got);
-			done += (uint64_t)got;
-		}
-		if (!rc && crc != v->data_crc)
-			rc = ibcr_fail(e, "image %s: region %#llx-%#llx (%s): page data is "
-				       "corrupt (CRC mismatch)", r->path,
-				       (unsigned long long)v->start,
-				       (unsigned long long)v->end, ps->vma_names[i]);
-	}
 	free(buf);
 	return rc;
 }
@@ -327,6 +426,7 @@ void ibcr_process_free(struct ibcr_process_state *ps)
 	free(ps->vma_names);
 	free(ps->runs);
 	free(ps->opaque);
+	free(ps->blocks);
 	free(ps->exe);
 	free(ps->cwd);
 	free(ps->cmdline);

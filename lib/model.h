@@ -25,6 +25,13 @@ struct ibcr_opaque {
 	uint64_t size;
 };
 
+/* Where a block of a compressed PAGES payload is (reader side). */
+struct ibcr_blockref {
+	uint64_t file_off;	/* its stored bytes */
+	uint64_t raw_off;	/* its place in the page stream */
+	uint32_t raw_len, stored_len, codec, raw_crc;
+};
+
 struct ibcr_process_state {
 	struct ibcr_proc rec;
 	char *exe, *cwd, *cmdline;	/* cmdline: NULs between arguments */
@@ -39,7 +46,9 @@ struct ibcr_process_state {
 	uint64_t nruns;
 	struct ibcr_run *runs;
 	uint64_t pages_off;	/* reader: file offset of the PAGES payload */
-	uint64_t pages_size;
+	uint64_t pages_size;	/* bytes of page stream (uncompressed) */
+	uint64_t nblocks;	/* compressed PAGES: its blocks, in order */
+	struct ibcr_blockref *blocks;
 	uint32_t nopaque;
 	struct ibcr_opaque *opaque;
 };

@@ -52,6 +52,23 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 int finalize(pid_t child, int status_fd, int control_fd, int verbose,
 	     struct ibcr_err *e);
 
+/* pages.c (parent): fills the regions of a compressed image on request */
+struct slot;
+struct pages {
+	const struct ibcr_process_state *ps;
+	int img_fd, memfd;
+	int width;		/* blocks decoded at once (one thread each) */
+	int n;			/* blocks decoded now, from `first` */
+	uint64_t first;
+	const char *path;
+	struct slot *slot;
+};
+
+int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd,
+	       const char *path, pid_t child, struct ibcr_err *e);
+int pages_fill(struct pages *pg, uint32_t idx, struct ibcr_err *e);
+void pages_close(struct pages *pg);
+
 /* enter.asm */
 __attribute__((noreturn)) void ibcr_enter(uint64_t entry, struct plan *p, uint64_t sp);
 

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "loader.h"
@@ -28,8 +30,17 @@ void run_child(struct restore *rs);
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: restart-loader [-v] IMAGE\n"
-		   "  -v  say what is done (PID restore, hand-over)\n");
+	fprintf(f, "usage: restart-loader [-v] [--stats] IMAGE\n"
+		   "  -v, --verbose  say what could not be done as hoped\n"
+		   "      --stats    print the restore time and peak RSS (ibcr-stats: ...)\n");
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* fork() with the saved PID when permitted (CAP_CHECKPOINT_RESTORE). */
@@ -67,25 +78,6 @@ static void print_trace(int fd)
 	fputc('\n', stderr);
 }
 
-static int read_status(int fd, char *msg, size_t size)
-{
-	ssize_t n;
-
-	do {
-		n = read(fd, msg, 1);
-		if (n == 1 && msg[0] == 'D')
-			print_trace(fd);
-	} while ((n < 0 && errno == EINTR) || (n == 1 && msg[0] == 'D'));
-	if (n != 1)
-		return -1;
-	if (msg[0] == 'E') {
-		n = read(fd, msg, size - 1);
-		msg[n > 0 ? n : 0] = 0;
-		return 'E';
-	}
-	return msg[0];
-}
-
 /* Exits the way a restored process did. */
 static __attribute__((noreturn)) void exit_like(int st)
 {
@@ -108,7 +100,59 @@ struct job {
 	pid_t child;
 	int status_fd, control_fd;
 	int st, exited;
+	int pages_open;
+	struct pages pages;	/* compressed images: the filler */
 };
+
+/* A region of a compressed image, asked for by the core: fill it, answer. */
+static void serve_fill(struct job *j)
+{
+	struct ibcr_err e = { "" };
+	uint32_t idx;
+	char reply = 'K';
+
+	if (read(j->status_fd, &idx, 4) != 4)
+		return;
+	if (!j->pages_open && !pages_open(&j->pages, &j->ps, j->rs.r->fd, j->rs.r->path,
+					  j->child, &e))
+		j->pages_open = 1;
+	if (!j->pages_open || pages_fill(&j->pages, idx, &e)) {
+		fprintf(stderr, "restart-loader: pid %d: %s\n", j->ps.rec.pid, e.msg);
+		reply = 'X';
+	}
+	if (write(j->control_fd, &reply, 1) != 1)
+		return;
+}
+
+/*
+ * Reads the child's status pipe up to its verdict: 'R' ready, 'E' and a
+ * message, or nothing (it died). On the way: trace lines ('D') and, for
+ * compressed images, requests to fill a region ('P').
+ */
+static int read_status(struct job *j, char *msg, size_t size)
+{
+	for (;;) {
+		ssize_t n = read(j->status_fd, msg, 1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != 1)
+			return -1;
+		if (msg[0] == 'D') {
+			print_trace(j->status_fd);
+			continue;
+		}
+		if (msg[0] == 'P') {
+			serve_fill(j);
+			continue;
+		}
+		if (msg[0] == 'E') {
+			n = read(j->status_fd, msg, size - 1);
+			msg[n > 0 ? n : 0] = 0;
+		}
+		return msg[0];
+	}
+}
 
 static void kill_all(struct job *j, uint32_t n)
 {
@@ -127,7 +171,7 @@ static int wait_ready(struct job *j, uint32_t n)
 	char msg[600];
 
 	for (uint32_t i = 0; i < n; i++) {
-		int c = read_status(j[i].status_fd, msg, sizeof(msg));
+		int c = read_status(&j[i], msg, sizeof(msg));
 
 		if (c == 'R')
 			continue;
@@ -208,7 +252,7 @@ static int prepare(struct img_reader *r, struct job *j, int verbose, struct ibcr
 	return 0;
 }
 
-static int start(struct job *j, uint32_t n, int verbose)
+static int start_all(struct job *j, uint32_t n, int verbose)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		int status[2], control[2];
@@ -244,14 +288,23 @@ static int start(struct job *j, uint32_t n, int verbose)
 
 int main(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "stats", no_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	double start = now_ms();
 	struct img_reader r;
 	struct ibcr_err e = { "" };
 	struct job *j;
-	int opt, verbose = 0;
+	int opt, verbose = 0, stats = 0;
 
-	while ((opt = getopt(argc, argv, "vh")) != -1) {
+	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
 		if (opt == 'v')
 			verbose = 1;
+		else if (opt == 'S')
+			stats = 1;
 		else {
 			usage(opt == 'h' ? stdout : stderr);
 			return opt == 'h' ? 0 : 2;
@@ -270,15 +323,24 @@ int main(int argc, char **argv)
 		fprintf(stderr, "restart-loader: %s\n", j ? e.msg : "out of memory");
 		return 1;
 	}
-	if (start(j, r.hdr.nprocs, verbose) || wait_ready(j, r.hdr.nprocs)) {
+	if (start_all(j, r.hdr.nprocs, verbose) || wait_ready(j, r.hdr.nprocs)) {
 		kill_all(j, r.hdr.nprocs);
 		return 1;
 	}
 	for (uint32_t i = 0; i < r.hdr.nprocs; i++) {
+		if (j[i].pages_open)
+			pages_close(&j[i].pages);
 		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose, &e))
 			fprintf(stderr, "restart-loader: pid %d: %s\n", j[i].ps.rec.pid, e.msg);
 		close(j[i].status_fd);
 		close(j[i].control_fd);
+	}
+	if (stats) {
+		struct rusage ru;
+
+		getrusage(RUSAGE_SELF, &ru);
+		fprintf(stderr, "ibcr-stats: restore_ms=%.1f peak_rss_kb=%ld\n",
+			now_ms() - start, ru.ru_maxrss);
 	}
 	wait_all(j, r.hdr.nprocs);
 }

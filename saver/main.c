@@ -22,10 +22,12 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: saver [--kill | --stop] -o IMAGE PID...\n"
+	fprintf(f, "usage: saver [--kill | --stop] [--compress[=CODEC[:LEVEL]]] -o IMAGE PID...\n"
 		   "  -o, --output IMAGE  write the checkpoint to IMAGE\n"
 		   "  -k, --kill          kill the processes once the image is complete\n"
 		   "  -s, --stop          leave them stopped (SIGSTOP) instead of running\n"
+		   "      --compress[=zstd|zlib][:LEVEL]\n"
+		   "                      compress page data (default zstd, level 1)\n"
 		   "      --no-snapshot   keep them stopped while the image is written\n"
 		   "      --stats         print timings and sizes (ibcr-stats: ...) on stderr\n"
 		   "  -h, --help          show this help\n");
@@ -77,8 +79,35 @@ static int write_meta(struct img_writer *w, uint32_t idx, struct target *t,
 	return rc;
 }
 
+/* How page data is stored (--compress). */
+struct codec_opt {
+	int codec, level;
+};
+
+/* "zstd", "zlib", "zstd:3", ":9" (default codec), "" (default). */
+static int parse_compress(const char *arg, struct codec_opt *c)
+{
+	const char *colon = arg ? strchr(arg, ':') : NULL;
+	size_t name = arg ? (colon ? (size_t)(colon - arg) : strlen(arg)) : 0;
+	char *end;
+
+	c->codec = IBCR_CODEC_ZSTD;	/* docs/benchmarks.md: faster at equal ratio */
+	if (name == 4 && !strncmp(arg, "zlib", 4))
+		c->codec = IBCR_CODEC_ZLIB;
+	else if (name && !(name == 4 && !strncmp(arg, "zstd", 4)))
+		return -1;
+	c->level = 1;
+	if (colon) {
+		c->level = (int)strtol(colon + 1, &end, 10);
+		if (!colon[1] || *end || c->level < 1 ||
+		    c->level > 9)	/* zstd beyond 9 needs more memory than we allow */
+			return -1;
+	}
+	return 0;
+}
+
 static int write_image(const char *out, struct target *t, uint32_t n,
-		       struct ibcr_err *e)
+		       const struct codec_opt *c, struct ibcr_err *e)
 {
 	struct img_writer w;
 	struct buf b = { 0 };
@@ -87,7 +116,8 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 		return -1;
 	for (uint32_t i = 0; i < n; i++) {
 		b.len = 0;
-		if (write_meta(&w, i, &t[i], e) || write_memory(&t[i], i, &w, e))
+		if (write_meta(&w, i, &t[i], e) ||
+		    write_memory(&t[i], i, &w, c->codec, c->level, e))
 			goto fail;
 		enc_vmas(&b, &t[i].ps);
 		if (imgw_section(&w, IBCR_SEC_VMAS, i, NULL, b.p, b.len, e) ||
@@ -167,6 +197,7 @@ int main(int argc, char **argv)
 		{ "stop", no_argument, NULL, 's' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "no-snapshot", no_argument, NULL, 'N' },
+		{ "compress", optional_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -175,6 +206,7 @@ int main(int argc, char **argv)
 	struct target *t;
 	struct ibcr_err e = { "" };
 	struct stats s = { .start = now_ms() };
+	struct codec_opt comp = { IBCR_CODEC_RAW, 0 };
 	uint32_t n;
 
 	while ((c = getopt_long(argc, argv, "o:ksh", opts, NULL)) != -1) {
@@ -184,6 +216,13 @@ int main(int argc, char **argv)
 		case 's': how = RELEASE_STOP; break;
 		case 'S': stats = 1; break;
 		case 'N': snapshots = 0; break;
+		case 'z':
+			if (parse_compress(optarg, &comp)) {
+				fprintf(stderr, "saver: --compress=%s: expected zstd or zlib, "
+					"optionally :LEVEL (1-9)\n", optarg);
+				return 2;
+			}
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -222,7 +261,7 @@ int main(int argc, char **argv)
 	}
 	s.released = now_ms();
 	if (!rc)
-		rc = write_image(out, t, n, &e);
+		rc = write_image(out, t, n, &comp, &e);
 	s.written = now_ms();
 	for (uint32_t i = 0; i < n; i++)
 		snapshot_destroy(&t[i]);

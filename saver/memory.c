@@ -28,6 +28,7 @@
 #include "crc32c.h"
 #include "procfs.h"
 #include "saver.h"
+#include "sink.h"
 
 #define PM_PRESENT (1ull << 63)
 #define PM_SWAPPED (1ull << 62)
@@ -192,7 +193,7 @@ int capture_memory_map(struct target *t, struct ibcr_err *e)
 /* State of the region being streamed. */
 struct dump {
 	struct target *t;
-	struct img_writer *w;
+	struct sink sink;
 	struct ibcr_vma *v;
 	uint8_t *buf;
 	uint64_t *pm;
@@ -258,7 +259,7 @@ static int dump_range(struct dump *d, uint64_t addr, uint64_t npages,
 
 		if (d->zero_skip && page_is_zero(p, pg))
 			continue;
-		if (imgw_data(d->w, p, pg, e))
+		if (sink_put(&d->sink, p, pg, e))
 			return -1;
 		d->crc = crc32c(d->crc, p, pg);
 		d->v->data_len += pg;
@@ -339,7 +340,7 @@ static int dump_region(struct dump *d, struct ibcr_err *e)
 	int rc = 0;
 
 	d->v->run0 = d->t->ps.nruns;
-	d->v->data_off = imgw_payload_pos(d->w);
+	d->v->data_off = d->sink.pos;
 	d->crc = 0;
 	d->zero_skip = d->v->kind != IBCR_VMA_FILE;
 	d->objfd = open_object(d->t, d->v);
@@ -356,10 +357,11 @@ static int dump_region(struct dump *d, struct ibcr_err *e)
 }
 
 int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
-		 struct ibcr_err *e)
+		 int codec, int level, struct ibcr_err *e)
 {
 	uint64_t pg = (uint64_t)getpagesize();
-	struct dump d = { .t = t, .w = w };
+	struct dump d = { .t = t };
+	uint32_t flags = IBCR_SECF_CRC_PER_REGION | (codec ? IBCR_SECF_BLOCKS : 0);
 	char path[64];
 	int rc = 0;
 
@@ -371,12 +373,16 @@ int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
 		return ibcr_fail_errno(e, errno, "pid %d: opening %s", (int)t->pid, path);
 	d.buf = xmalloc(CHUNK_PAGES * pg);
 	d.pm = xmalloc(CHUNK_PAGES * 8);
-	if (imgw_begin(w, IBCR_SEC_PAGES, proc, IBCR_SECF_CRC_PER_REGION, (uint32_t)pg, e))
+	/* raw page data starts page-aligned, to be read (or mapped) in place */
+	if (imgw_begin(w, IBCR_SEC_PAGES, proc, flags, codec ? 8 : (uint32_t)pg, e) ||
+	    sink_init(&d.sink, w, codec, level))
 		rc = -1;
 	for (uint32_t i = 0; i < t->ps.nvmas && !rc; i++) {
 		d.v = &t->ps.vmas[i];
 		rc = dump_region(&d, e);
 	}
+	if (sink_finish(&d.sink, e) && !rc)
+		rc = -1;
 	if (!rc)
 		rc = imgw_end(w, e);
 	free(d.buf);

@@ -48,7 +48,7 @@ int capture_files(struct target *t, struct ibcr_err *e);
 /* memory.c */
 int capture_memory_map(struct target *t, struct ibcr_err *e);
 int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
-		 struct ibcr_err *e);
+		 int codec, int level, struct ibcr_err *e);
 
 /* verbs.c: processes running with the verbs shim */
 int verbs_find(struct target *t, struct ibcr_err *e);

@@ -6,7 +6,9 @@ VERBS_TESTS := rc_pp selftest extra_objs
 VERBS_CFLAGS := $(OPT) $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iverbs
 VERBS_HDRS := verbs/shim.h verbs/ibcr_verbs_abi.h
 
-ifneq ($(wildcard /usr/include/infiniband/verbs.h),)
+ifneq ($(ARCH),x86_64)
+VERBS_ALL :=	# the verbs stage is built and tested on x86_64 only
+else ifneq ($(wildcard /usr/include/infiniband/verbs.h),)
 VERBS_ALL := $(B)/libibcr-verbs.so $(B)/ibcr-launch $(VERBS_TESTS:%=$(B)/tests/verbs/%)
 else
 VERBS_ALL :=

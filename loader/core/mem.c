@@ -158,6 +158,26 @@ static int open_self_mem(struct plan *p, const struct plan_vma *v)
 	return (int)fd;
 }
 
+/*
+ * A compressed image: the loader decompresses and writes the region's
+ * data (loader/pages.c) and checks its CRC; a writable region is
+ * populated first, for the same reason as read_run.
+ */
+static void ask_loader(struct plan *p, const struct plan_vma *v, int writable)
+{
+	uint8_t msg[5] = { 'P' };
+	uint32_t idx = (uint32_t)(v - p->vmas);
+	char reply = 0;
+
+	for (uint64_t i = 0; writable && i < v->nruns; i++)
+		sys_madvise(v->runs[i].addr, v->runs[i].npages * p->page_size,
+			    MADV_POPULATE_WRITE);
+	__builtin_memcpy(msg + 1, &idx, 4);
+	if (sys_write(p->status_fd, msg, 5) != 5 ||
+	    sys_read(p->control_fd, &reply, 1) != 1 || reply != 'K')
+		sys_exit_group(127);	/* the loader said why */
+}
+
 static void map_one(struct plan *p, const struct plan_vma *prev, const struct plan_vma *v)
 {
 	uint64_t len = v->end - v->start, off = v->data_off;
@@ -178,12 +198,17 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 	apart = (prot & PROT_WRITE) && could_merge(prev, v);
 	if (apart)
 		set_dontdump(p, v, !(v->madv & IBCR_MADV_DONTDUMP));
-	if (v->data_len && !(prot & PROT_WRITE))
-		memfd = open_self_mem(p, v);
-	for (uint64_t i = 0; i < v->nruns; i++)
-		crc = read_run(p, v, &v->runs[i], &off, crc, memfd);
-	if (memfd >= 0)
-		sys_close(memfd);
+	if (v->data_len && (p->flags & PLAN_FILL_BY_LOADER)) {
+		ask_loader(p, v, prot & PROT_WRITE);
+		crc = v->data_crc;	/* checked by the loader */
+	} else if (v->data_len) {
+		if (!(prot & PROT_WRITE))
+			memfd = open_self_mem(p, v);
+		for (uint64_t i = 0; i < v->nruns; i++)
+			crc = read_run(p, v, &v->runs[i], &off, crc, memfd);
+		if (memfd >= 0)
+			sys_close(memfd);
+	}
 	if (crc != v->data_crc)
 		core_die(p, "image %s: region %#lx-%#lx (%s): page data is corrupt "
 			 "(CRC mismatch); nothing was resumed", p->image_path,

@@ -77,6 +77,7 @@ struct plan_mm_map {
 #define PLAN_EXACT_TIDS 0x1	/* ask clone3 for the saved TIDs */
 #define PLAN_SET_CREDS 0x2	/* set uid/gid/groups (loader is root) */
 #define PLAN_TRACE 0x4		/* report each step ('D' lines) */
+#define PLAN_FILL_BY_LOADER 0x8	/* compressed image: the loader fills regions */
 
 struct plan {
 	uint64_t magic;

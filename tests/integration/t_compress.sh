@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# saver --compress (zstd, zlib, with a level) writes smaller images of a
+# compressible heap, and restart-loader brings them back intact; a
+# damaged compressed block stops the restore, naming the block and region.
+. "$(dirname "$0")/lib.sh"
+
+for c in --compress --compress=zlib --compress=zstd:5; do
+	start "$T/prog.out" "$PROGS/heap" 40 50
+	pid=$PID
+	wait_line "$T/prog.out" '^tick 3 '
+	"$SAVER" -o "$T/raw.ckpt" "$pid" 2>"$T/saver.err" || fail "saver: $(cat "$T/saver.err")"
+	checkpoint "$pid" "$T/img.ckpt" --kill "$c"
+	wait "$pid" 2>/dev/null || true
+	raw=$(stat -c %s "$T/raw.ckpt")
+	comp=$(stat -c %s "$T/img.ckpt")
+	[ "$comp" -lt $((raw / 3)) ] || fail "$c: image $comp bytes, uncompressed $raw: not 3x smaller"
+	restart "$T/img.ckpt"
+	expect_pid "$pid" "$RPID"
+	wait "$LPID" || fail "$c: restored program exited with status $?"
+	grep -q '^DONE' "$T/prog.out" || fail "$c: program did not finish"
+	grep -q FAIL "$T/prog.out" && fail "$c: program found its heap changed"
+	assert_ticks_continuous "$T/prog.out"
+	note "$c: $raw -> $comp bytes"
+done
+
+# one flipped byte inside a compressed block
+start "$T/prog.out" "$PROGS/heap" 1000 50
+pid=$PID
+wait_line "$T/prog.out" '^tick 2 '
+checkpoint "$pid" "$T/img.ckpt" --kill --compress
+wait "$pid" 2>/dev/null || true
+python3 "$(dirname "$0")/imgtool.py" flip "$T/img.ckpt" PAGES >/dev/null ||
+	fail "imgtool could not damage the image"
+"$INFO" --verify "$T/img.ckpt" >"$T/verify.out" 2>&1 && fail "ckpt-info --verify accepted a damaged block"
+timeout 60 "$LOADER" "$T/img.ckpt" >"$T/loader.out" 2>&1 && fail "restart-loader accepted a damaged block"
+grep -Eq "page block [0-9]+ .*corrupt|header CRC|malformed" "$T/loader.out" ||
+	fail "loader message does not name the block: $(cat "$T/loader.out")"
+[ -z "$(pidof heap)" ] || fail "a half-restored process is left running"
+exit 0
