@@ -149,6 +149,7 @@ static int read_status(struct job *j, char *msg, size_t size)
 		if (msg[0] == 'E') {
 			n = read(j->status_fd, msg, size - 1);
 			msg[n > 0 ? n : 0] = 0;
+			return 'E';
 		}
 		return msg[0];
 	}
