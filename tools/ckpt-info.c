@@ -15,6 +15,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "compress.h"
+#include "ibcr_verbs_abi.h"
 #include "image_io.h"
 
 /* Registers are arch-specific; these offsets work for either image. */
@@ -93,7 +95,23 @@ static void print_vmas(const struct ibcr_process_state *ps)
 		       (unsigned long long)v->data_len, ps->vma_names[i]);
 		total += v->data_len;
 	}
-	printf("  page data: %llu bytes\n", (unsigned long long)total);
+	printf("  page data: %llu bytes", (unsigned long long)total);
+	if (ps->nblocks) {
+		uint64_t stored = 0, raw_blocks = 0;
+		uint32_t codec = 0;
+
+		for (uint64_t i = 0; i < ps->nblocks; i++) {
+			stored += ps->blocks[i].stored_len;
+			raw_blocks += ps->blocks[i].codec == IBCR_CODEC_RAW;
+			if (ps->blocks[i].codec != IBCR_CODEC_RAW)
+				codec = ps->blocks[i].codec;
+		}
+		printf(", compressed (%s) to %llu bytes in %llu blocks (%llu stored raw), "
+		       "ratio %.2f", codec_name((int)codec), (unsigned long long)stored,
+		       (unsigned long long)ps->nblocks, (unsigned long long)raw_blocks,
+		       stored ? (double)total / (double)stored : 0.0);
+	}
+	printf("\n");
 }
 
 static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process_state *ps)
@@ -108,9 +126,22 @@ static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process
 		printf("    fd %-4d %-6s pos %-10llu %s\n", ps->fds[i].fd,
 		       fd_kind(ps->fds[i].kind), (unsigned long long)ps->fds[i].pos,
 		       ps->fd_paths[i]);
-	for (uint32_t i = 0; i < ps->nopaque; i++)
-		printf("  section %s: %llu bytes\n", ps->opaque[i].name,
-		       (unsigned long long)ps->opaque[i].size);
+	for (uint32_t i = 0; i < ps->nopaque; i++) {
+		const struct ibcr_opaque *o = &ps->opaque[i];
+
+		printf("  section %s: %llu bytes", o->name, (unsigned long long)o->size);
+		if (!strcmp(o->name, IBCR_VERBS_SECTION) &&
+		    o->size == sizeof(struct ibcr_verbs_section)) {
+			const struct ibcr_verbs_control *c =
+				&((const struct ibcr_verbs_section *)o->data)->control;
+
+			printf(" (verbs: epoch %llu, %u device(s)%s%.63s, %u fd(s))",
+			       (unsigned long long)c->epoch, c->ndevices,
+			       c->ndevices ? ": " : "", c->ndevices ? c->devices[0] : "",
+			       c->nfds);
+		}
+		printf("\n");
+	}
 }
 
 int main(int argc, char **argv)
