@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define NTHREADS 8
@@ -60,7 +61,6 @@ static struct {
 	uint64_t upd[NTHREADS];
 } sh = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, { 0 } };
 
-static pthread_t sigwait_thread;
 static pid_t start_pid;
 
 static void fail(const char *fmt, ...)
@@ -222,6 +222,25 @@ static void *sigwaiter(void *arg)
 	return NULL;
 }
 
+/*
+ * pthread_sigqueue, portably (musl has none): a queued signal with a
+ * value, to one thread. SI_QUEUE is what another thread may send.
+ */
+static int queue_to(pid_t tid, int sig, int value)
+{
+	siginfo_t si;
+
+	if (!tid)
+		return 0;	/* not started yet */
+	memset(&si, 0, sizeof(si));
+	si.si_signo = sig;
+	si.si_code = SI_QUEUE;
+	si.si_pid = getpid();
+	si.si_uid = getuid();
+	si.si_value.sival_int = value;
+	return (int)syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, &si);
+}
+
 static void *signaller(void *arg)
 {
 	int i = (int)(intptr_t)arg, seq = 1;
@@ -232,8 +251,8 @@ static void *signaller(void *arg)
 		sh.gen++;
 		pthread_cond_broadcast(&sh.cv);
 		pthread_mutex_unlock(&sh.m);
-		if (pthread_sigqueue(sigwait_thread, SIGRTMIN, (union sigval){ .sival_int = seq }))
-			fail("pthread_sigqueue: %s", strerror(errno));
+		if (queue_to(tids[SIGWAIT], SIGRTMIN, seq))
+			fail("rt_tgsigqueueinfo: %s", strerror(errno));
 		seq++;
 		advance(i);
 	}
@@ -267,8 +286,6 @@ int main(int argc, char **argv)
 		if (pthread_create(&th[i], NULL, thread_main, (void *)(intptr_t)i))
 			fail("pthread_create %s", names[i]);
 		pthread_setname_np(th[i], names[i]);
-		if (i == SIGWAIT)
-			sigwait_thread = th[i];
 	}
 	for (long n = 0; ticks < 0 || n < ticks; n++) {
 		uint64_t now[NTHREADS], sum = 0;
