@@ -230,8 +230,6 @@ static int queue_to(pid_t tid, int sig, int value)
 {
 	siginfo_t si;
 
-	if (!tid)
-		return 0;	/* not started yet */
 	memset(&si, 0, sizeof(si));
 	si.si_signo = sig;
 	si.si_code = SI_QUEUE;
@@ -251,9 +249,12 @@ static void *signaller(void *arg)
 		sh.gen++;
 		pthread_cond_broadcast(&sh.cv);
 		pthread_mutex_unlock(&sh.m);
-		if (queue_to(tids[SIGWAIT], SIGRTMIN, seq))
-			fail("rt_tgsigqueueinfo: %s", strerror(errno));
-		seq++;
+		/* numbers start at 1 with the first signal actually sent */
+		if (__atomic_load_n(&tids[SIGWAIT], __ATOMIC_ACQUIRE)) {
+			if (queue_to(tids[SIGWAIT], SIGRTMIN, seq))
+				fail("rt_tgsigqueueinfo: %s", strerror(errno));
+			seq++;
+		}
 		advance(i);
 	}
 	return NULL;
@@ -264,7 +265,7 @@ static void *(*const fn[NTHREADS])(void *) = { compute, compute, condwait, condw
 
 static void *thread_main(void *arg)
 {
-	tids[(intptr_t)arg] = gettid();
+	__atomic_store_n(&tids[(intptr_t)arg], gettid(), __ATOMIC_RELEASE);
 	return fn[(intptr_t)arg](arg);
 }
 
