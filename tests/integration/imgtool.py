@@ -18,6 +18,10 @@ The layouts are those of lib/image.h (all little-endian):
                                      meaning can make a reader refuse it
   imgtool.py xstate IMAGE COMM       the XSAVE header of thread COMM:
                                      sw-bytes and xstate_bv of its FP area
+  imgtool.py syscall IMAGE COMM      the system call thread COMM was in, or
+                                     had just returned from, when stopped
+                                     (x86_64: orig_rax; aarch64: x8, which
+                                     may be stale), -1 for none
 """
 import struct
 import sys
@@ -97,6 +101,23 @@ def main():
         h[1 + HDR_FIELDS.index(field)] = value
         FILE_HDR.pack_into(img, 0, *h)
         struct.pack_into("<I", img, 60, crc32c(img[:60]))
+    elif cmd == "syscall":
+        arch = FILE_HDR.unpack_from(img, 0)[2]
+        for _, typ, _, _, payload, _ in sections(img):
+            if TYPES.get(typ) != "THREAD":
+                continue
+            t = THREAD.unpack_from(img, payload)
+            if t[16].rstrip(b"\0").decode() != sys.argv[3]:
+                continue
+            gp = payload + THREAD.size
+            if t[13] >= 0:      # rewound to re-execute: the saver knew it
+                nr = t[13]
+            elif arch == 1:     # user_regs_struct: orig_rax is word 15
+                nr = struct.unpack_from("<q", img, gp + 15 * 8)[0]
+            else:               # user_pt_regs: x8 holds the number
+                nr = struct.unpack_from("<q", img, gp + 8 * 8)[0]
+            print(nr)
+        return
     elif cmd == "xstate":
         for _, typ, _, _, payload, _ in sections(img):
             if TYPES.get(typ) != "THREAD":
