@@ -477,6 +477,7 @@ EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq
 	if (!IS_V(channel))
 		return R.get_cq_event(channel, cq, cq_context);
 	for (;;) {
+		struct ibv_comp_channel *rch;
 		struct ibv_cq *rcq;
 		struct pollfd p;
 		void *rctx;
@@ -506,11 +507,12 @@ EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq
 		nb = nb >= 0 && (nb & O_NONBLOCK);
 		/* Wait with a timeout: a rebuild may replace the descriptor
 		 * under us, and drained events may appear in ch->pend. */
-		p.fd = ch->real->fd;
+		rch = ch->real;
+		p.fd = rch->fd;
 		p.events = POLLIN;
 		p.revents = 0;
 		r = poll(&p, 1, nb ? 0 : 100);
-		if (r <= 0 || g_mode == 2) {
+		if (r <= 0 || g_mode == 2 || rch != ch->real) {
 			pthread_mutex_unlock(&ch->rd_lock);
 			if (r == 0 && nb) {
 				errno = EAGAIN;
@@ -597,6 +599,7 @@ EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_eve
 	if (!is_vctx(context))
 		return R.get_async_event(context, event);
 	for (;;) {
+		struct ibv_context *rc;
 		struct pollfd p;
 		int nb, r;
 
@@ -611,11 +614,12 @@ EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_eve
 		}
 		nb = fcntl(c->v.async_fd, F_GETFL);
 		nb = nb >= 0 && (nb & O_NONBLOCK);
-		p.fd = c->real->async_fd;
+		rc = c->real;
+		p.fd = rc->async_fd;
 		p.events = POLLIN;
 		p.revents = 0;
 		r = poll(&p, 1, nb ? 0 : 100);
-		if (r <= 0 || g_mode == 2) {
+		if (r <= 0 || g_mode == 2 || rc != c->real) {
 			pthread_mutex_unlock(&c->async_lock);
 			if (r == 0 && nb) {
 				errno = EAGAIN;

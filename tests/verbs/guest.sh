@@ -1,0 +1,318 @@
+#!/usr/bin/env bash
+# tests/verbs/guest.sh PHASE RWDIR - the verbs checks, run INSIDE the guest
+# (tools/vm/x86-vm.sh) by tests/verbs/run-guest.sh. Prints one line
+# "PASS name (N s)" or "FAIL name: why (N s)" per check, with the logs of a
+# failed check. RWDIR is a host directory mounted writable in the guest,
+# where images live across boots.
+#
+#   main   everything that needs one boot, and the image for `fresh`/`nodev`
+#          (guest.sh main RWDIR CHECK... runs only the checks named)
+#   fresh  restart of that image in a fresh boot (extra objects first)
+#   nodev  restart of that image with no RDMA device (--net none)
+#
+# Every background process runs under timeout(1); the checks synchronise on
+# what the programs print, never on sleeps alone.
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+B=$ROOT/build
+L=$B/ibcr-launch
+T=$B/tests/verbs
+PHASE=${1:?phase}
+RW=${2:?rw dir}
+FRESH=$RW/fresh
+
+npass=0
+nfail=0
+W=
+
+# Ends the check (each runs in its own subshell) with a reason.
+fail() {
+	echo "why: $*" >"$W/.why"
+	exit 1
+}
+
+# check NAME FUNCTION: runs FUNCTION in its own work directory $W.
+check() {
+	local name=$1 fn=$2 t0=$SECONDS rc=0 f
+	W=$(mktemp -d "/tmp/vt.$name.XXXXXX")
+	(cd "$W" && "$fn") >"$W/.log" 2>&1 || rc=$?
+	if ((rc == 0)); then
+		npass=$((npass + 1))
+		echo "PASS $name ($((SECONDS - t0)) s)"
+	else
+		nfail=$((nfail + 1))
+		echo "FAIL $name: $(sed 's/^why: //' "$W/.why" 2>/dev/null || echo "status $rc") ($((SECONDS - t0)) s)"
+		echo "---- $name: log"
+		tail -n 40 "$W/.log" | sed 's/^/    /'
+		for f in "$W"/*.out; do
+			[[ -f $f ]] || continue
+			echo "---- $name: $(basename "$f")"
+			tail -n 25 "$f" | sed 's/^/    /'
+		done
+	fi
+	# No stray process may outlive its check.
+	pkill -KILL -f "$T/|ibv_(rc|ud|srq)_pingpong|ib_send_lat|ib_write_bw|restart-loader" 2>/dev/null || true
+	return 0
+}
+
+# wait_for FILE REGEX SECS [PID]: until FILE has a line matching REGEX.
+wait_for() {
+	local file=$1 re=$2 secs=$3 pid=${4:-} i
+	for ((i = 0; i < secs * 20; i++)); do
+		grep -Eq -- "$re" "$file" 2>/dev/null && return 0
+		if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then
+			grep -Eq -- "$re" "$file" 2>/dev/null && return 0
+			echo "process $pid ended before '$re' appeared in $file"
+			return 1
+		fi
+		sleep 0.05
+	done
+	echo "'$re' did not appear in $file within $secs s"
+	return 1
+}
+
+# wait_port PORT PID: until a TCP listener is on PORT (pingpong servers).
+wait_port() {
+	local port=$1 pid=$2 i
+	for ((i = 0; i < 1200; i++)); do
+		ss -Hltn "sport = :$port" | grep -q . && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+# The real program's pid under `timeout ... ibcr-launch prog` (launch execs).
+child_of() {
+	local p=$1 c i
+	for ((i = 0; i < 100; i++)); do
+		c=$(pgrep -P "$p" | head -n 1)
+		[[ -n $c ]] && { echo "$c"; return 0; }
+		sleep 0.05
+	done
+	return 1
+}
+
+# "iter N ok qpn A real B rkey C real D ..." -> "A B C D" of the last line.
+last_ids() {
+	grep ' ok qpn ' "$1" | tail -n 1 | awk '{print $6, $8, $10, $12}'
+}
+
+# ------------------------------------------------------------------ checks
+
+rc_pp_pair() {	# rc_pp_pair LAUNCH ITERS [extra args]: a server and a client
+	local launch=$1 n=$2
+	shift 2
+	timeout 300 $launch "$T/rc_pp" -r server -d "$W" -n "$n" -p 100 "$@" >server.out 2>&1 &
+	local sp=$!
+	timeout 300 $launch "$T/rc_pp" -r client -d "$W" -n "$n" -p 100 "$@" >client.out 2>&1
+	local crc=$? src=0
+	wait $sp || src=$?
+	((crc == 0 && src == 0)) || fail "rc_pp exit status: client $crc, server $src"
+	grep -q "rc_pp server: $n iterations verified" server.out &&
+		grep -q "rc_pp client: $n iterations verified" client.out ||
+		fail "not every iteration was verified"
+}
+
+t_rc_pp_plain() { rc_pp_pair "" 300; }
+t_rc_pp_shim() { rc_pp_pair "$L" 300; }
+t_rc_pp_shim_events() { rc_pp_pair "$L" 300 -e; }
+
+t_selftest() {
+	mkdir -p rdv
+	timeout 300 "$L" "$T/selftest" -d "$W/rdv" -c 2 -n 10 || fail "selftest failed"
+}
+
+# pingpong KIND PORT ARGS...: server + client of ibv_KIND_pingpong under the shim.
+pingpong() {
+	local kind=$1 port=$2
+	shift 2
+	timeout 300 "$L" "ibv_${kind}_pingpong" -p "$port" "$@" >server.out 2>&1 &
+	local sp=$!
+	wait_port "$port" $sp || fail "$kind server did not listen"
+	timeout 300 "$L" "ibv_${kind}_pingpong" -p "$port" "$@" 127.0.0.1 >client.out 2>&1
+	local crc=$? src=0
+	wait $sp || src=$?
+	((crc == 0 && src == 0)) || fail "ibv_${kind}_pingpong exit status: client $crc, server $src"
+	grep -q ' iters in ' server.out && grep -q ' iters in ' client.out ||
+		fail "no iteration summary"
+}
+
+t_rc_pingpong() { pingpong rc 18601 -g 1 -n 500; }
+t_rc_pingpong_events() { pingpong rc 18602 -g 1 -n 500 -e; }
+t_ud_pingpong() { pingpong ud 18603 -g 1 -n 500 -s 512; }
+t_srq_pingpong() { pingpong srq 18604 -g 1 -n 200; }
+
+perf() {	# perf TOOL PORT: a short perftest run under the shim
+	local tool=$1 port=$2
+	timeout 300 "$L" "$tool" -x 1 -n 200 -p "$port" >server.out 2>&1 &
+	local sp=$!
+	wait_port "$port" $sp || fail "$tool server did not listen"
+	timeout 300 "$L" "$tool" -x 1 -n 200 -p "$port" 127.0.0.1 >client.out 2>&1
+	local crc=$? src=0
+	wait $sp || src=$?
+	((crc == 0 && src == 0)) || fail "$tool exit status: client $crc, server $src"
+}
+t_perftest_shim() { perf ib_send_lat 18611 && perf ib_write_bw 18612; }
+
+# ckpt_rc_pp DIR ITERS: an rc_pp pair in DIR, checkpointed (--kill) into
+# DIR/job.ckpt once the client has verified 300 iterations.
+ckpt_rc_pp() {
+	local d=$1 n=$2 sp cp
+	(cd "$d" && exec timeout 600 "$L" "$T/rc_pp" -r server -d "$d" -n "$n" -p 100 -w 1000 >server.out 2>&1) &
+	sp=$!
+	(cd "$d" && exec timeout 600 "$L" "$T/rc_pp" -r client -d "$d" -n "$n" -p 100 -w 1000 >client.out 2>&1) &
+	cp=$!
+	wait_for "$d/client.out" 'client iter 300 ok' 120 $cp || fail "rc_pp did not get going"
+	wait_for "$d/server.out" 'server iter 300 ok' 120 $sp || fail "rc_pp did not get going"
+	read -r a b c d2 < <(last_ids "$d/client.out")
+	[[ $a == "$b" && $c == "$d2" ]] || fail "before any restart the real QPN/rkey should be the application's ($a $b $c $d2)"
+	"$B/saver" --kill -o "$d/job.ckpt" "$(cat "$d/server.pid")" "$(cat "$d/client.pid")" ||
+		fail "saver failed"
+	wait $sp
+	wait $cp
+	grep -q 'iterations verified' "$d/client.out" && fail "rc_pp finished before the checkpoint"
+	return 0
+}
+
+# restart_rc_pp DIR ITERS: restarts DIR/job.ckpt, checks the pair ran to the
+# end with every iteration verified and new real QPNs and rkeys.
+restart_rc_pp() {
+	local d=$1 n=$2 rc=0 a b c e
+	timeout 600 "$B/restart-loader" "$d/job.ckpt" >restart.out 2>&1 || rc=$?
+	((rc == 0)) || fail "restart-loader exit status $rc: $(tail -n 3 restart.out)"
+	grep -q "rc_pp server: $n iterations verified" "$d/server.out" &&
+		grep -q "rc_pp client: $n iterations verified" "$d/client.out" ||
+		fail "not every iteration was verified after the restart"
+	for f in client server; do
+		read -r a b c e < <(last_ids "$d/$f.out")
+		[[ $a != "$b" ]] || fail "$f: the real QPN did not change ($a)"
+		[[ $c != "$e" ]] || fail "$f: the real rkey did not change ($c)"
+		echo "$f: QPN 0x${a#0x} now 0x${b#0x}, rkey 0x${c#0x} now 0x${e#0x}"
+	done
+}
+
+t_ckpt_rc_pp() {
+	ckpt_rc_pp "$W" 1500 && restart_rc_pp "$W" 1500
+}
+
+t_ckpt_rc_pp_extra() {
+	ckpt_rc_pp "$W" 1500 || return 1
+	timeout 600 "$T/extra_objs" 8 >extra.out 2>&1 &
+	wait_for extra.out 'ready' 60 $! || fail "extra_objs did not start"
+	restart_rc_pp "$W" 1500
+}
+
+# ckpt_pingpong KIND PORT ARGS...: checkpointed mid-run, both restarted.
+ckpt_pingpong() {
+	local kind=$1 port=$2 sp cp spid cpid rc=0
+	shift 2
+	# stdbuf: the pingpongs' "remote address" lines are what we wait for
+	timeout 900 stdbuf -oL "$L" "ibv_${kind}_pingpong" -p "$port" "$@" >server.out 2>&1 &
+	sp=$!
+	wait_port "$port" $sp || fail "$kind server did not listen"
+	timeout 900 stdbuf -oL "$L" "ibv_${kind}_pingpong" -p "$port" "$@" 127.0.0.1 >client.out 2>&1 &
+	cp=$!
+	wait_for client.out 'remote address' 60 $cp || fail "client did not connect"
+	wait_for server.out 'remote address' 60 $sp || fail "server did not connect"
+	sleep 0.3	# into the run (the pingpongs print nothing until the end)
+	spid=$(child_of $sp) && cpid=$(child_of $cp) || fail "no pingpong pids"
+	"$B/saver" --kill -o job.ckpt "$spid" "$cpid" || fail "saver failed"
+	wait $sp
+	wait $cp
+	grep -q ' iters in ' client.out && fail "the pingpong finished before the checkpoint"
+	timeout 900 "$B/restart-loader" job.ckpt >restart.out 2>&1 || rc=$?
+	((rc == 0)) || fail "restart-loader exit status $rc"
+	grep -q ' iters in ' server.out && grep -q ' iters in ' client.out ||
+		fail "no iteration summary after the restart"
+	grep ' iters in ' server.out client.out
+}
+
+t_ckpt_rc_pingpong() { ckpt_pingpong rc 18621 -g 1 -n 50000 -s 64 -e; }
+t_ckpt_ud_pingpong() { ckpt_pingpong ud 18622 -g 1 -n 100000 -s 64; }
+t_ckpt_srq_pingpong() { ckpt_pingpong srq 18623 -g 1 -n 60000 -s 64; }
+
+# One process of a pair checkpointed alone: its restart waits for a peer
+# that never comes, and says which.
+t_missing_peer() {
+	local sp cp rc=0
+	timeout 600 "$L" "$T/rc_pp" -r server -d "$W" -n 100000 -p 100 -w 1000 >server.out 2>&1 &
+	sp=$!
+	timeout 600 "$L" "$T/rc_pp" -r client -d "$W" -n 100000 -p 100 -w 1000 >client.out 2>&1 &
+	cp=$!
+	wait_for client.out 'client iter 100 ok' 120 $cp || fail "rc_pp did not get going"
+	"$B/saver" --kill -o a.ckpt "$(cat server.pid)" || fail "saver failed"
+	kill $cp 2>/dev/null
+	wait $sp
+	wait $cp
+	IBCR_RENDEZVOUS_TIMEOUT=5 timeout 120 "$B/restart-loader" a.ckpt >restart.out 2>&1 || rc=$?
+	cat restart.out
+	((rc == 70)) || fail "restart-loader exit status $rc, want 70"
+	grep -q 'ibcr-verbs: restart: the peer of QP 0x[0-9a-f]* (remote QP 0x[0-9a-f]* at g[0-9a-f]*) did not show up' server.out ||
+		fail "no message naming the missing peer"
+	grep 'ibcr-verbs:' server.out
+}
+
+# The image for the other boots: an rc_pp pair checkpointed in $FRESH.
+t_fresh_prepare() {
+	rm -rf "$FRESH"
+	mkdir -p "$FRESH"
+	ckpt_rc_pp "$FRESH" 1500
+}
+
+t_fresh_restart() {
+	[[ -f $FRESH/job.ckpt ]] || fail "no image from the first boot"
+	timeout 600 "$T/extra_objs" 8 >extra.out 2>&1 &
+	wait_for extra.out 'ready' 60 $! || fail "extra_objs did not start"
+	cat extra.out
+	restart_rc_pp "$FRESH" 1500
+}
+
+t_no_device() {
+	local rc=0 before after
+	[[ -f $FRESH/job.ckpt ]] || fail "no image from the first boot"
+	[[ ! -e /sys/class/infiniband/rxe0 ]] || fail "this boot has an RDMA device"
+	before=$(cat "$FRESH"/*.out | md5sum)
+	timeout 120 "$B/restart-loader" "$FRESH/job.ckpt" >restart.out 2>&1 || rc=$?
+	cat restart.out
+	((rc != 0)) || fail "restart-loader succeeded without an RDMA device"
+	grep -q 'RDMA device' restart.out || fail "the message does not say an RDMA device is missing"
+	pgrep -f "$T/rc_pp" && fail "a restored process is running"
+	after=$(cat "$FRESH"/*.out | md5sum)
+	[[ $before == "$after" ]] || fail "the restored programs wrote output"
+	return 0
+}
+
+ONLY=" ${*:3} "
+# check_main NAME FUNCTION: a check of the main phase (all, or those named).
+check_main() {
+	[[ $ONLY == "  " || $ONLY == *" $1 "* ]] && check "$1" "$2"
+	return 0
+}
+
+case $PHASE in
+main)
+	check_main rc_pp_plain t_rc_pp_plain
+	check_main rc_pp_shim t_rc_pp_shim
+	check_main rc_pp_shim_events t_rc_pp_shim_events
+	check_main selftest_rebuild t_selftest
+	check_main rc_pingpong_shim t_rc_pingpong
+	check_main rc_pingpong_events_shim t_rc_pingpong_events
+	check_main ud_pingpong_shim t_ud_pingpong
+	check_main srq_pingpong_shim t_srq_pingpong
+	check_main perftest_shim t_perftest_shim
+	check_main ckpt_rc_pp t_ckpt_rc_pp
+	check_main ckpt_rc_pp_extra_objects t_ckpt_rc_pp_extra
+	check_main ckpt_rc_pingpong_events t_ckpt_rc_pingpong
+	check_main ckpt_ud_pingpong t_ckpt_ud_pingpong
+	check_main ckpt_srq_pingpong t_ckpt_srq_pingpong
+	check_main ckpt_missing_peer t_missing_peer
+	check_main fresh_boot_prepare t_fresh_prepare
+	;;
+fresh) check fresh_boot_restart t_fresh_restart ;;
+nodev) check no_device_restart t_no_device ;;
+*) echo "unknown phase $PHASE" >&2; exit 2 ;;
+esac
+echo "guest $PHASE: $npass passed, $nfail failed"
+((nfail == 0))
