@@ -30,7 +30,7 @@ FILE_HDR = struct.Struct("<8sIIIIII Q 20s I")  # 64 bytes, crc over 60
 SEC_HDR = struct.Struct("<IIII Q II 24s I I")  # 64 bytes, hdr_crc over 60
 SEC_MAGIC = 0x43455349
 TYPES = {1: "PROC", 2: "THREAD", 3: "SIGACT", 4: "FILES", 5: "PAGES",
-         6: "VMAS", 7: "OPAQUE", 0x7fff: "END"}
+         6: "VMAS", 7: "OPAQUE", 8: "FILEOBJS", 0x7fff: "END"}
 HDR_FIELDS = ["version", "arch", "page_size", "flags", "nprocs", "hdr_size"]
 # struct ibcr_thread up to the sizes, see lib/image.h
 THREAD = struct.Struct("<iIQQIIQIIQQQQqq16s16sIIII")
@@ -64,6 +64,16 @@ def sections(img):
         off = payload + size
 
 
+def thread_rec(img, payload, size):
+    """struct ibcr_thread at payload, checked against the section size."""
+    t = THREAD.unpack_from(img, payload)
+    want = THREAD.size + t[17] + t[18] + 128 * (t[19] + t[20])
+    if want != size:
+        sys.exit("imgtool: THREAD section does not match its layout here: "
+                 "update imgtool.py to lib/image.h")
+    return t
+
+
 def first(img, name):
     for s in sections(img):
         if TYPES.get(s[1]) == name:
@@ -85,7 +95,10 @@ def main():
     elif cmd == "flip-region":
         pages = first(img, "PAGES")[4]
         vmas = first(img, "VMAS")[4]
-        nvmas = struct.unpack_from("<I", img, vmas)[0]
+        nvmas, strtab, nruns = struct.unpack_from("<IIQ", img, vmas)
+        if 16 + nvmas * VMA.size + nruns * 16 + strtab != first(img, "VMAS")[5]:
+            sys.exit("imgtool: VMAS section does not match its layout here: "
+                     "update imgtool.py to lib/image.h")
         best = None
         for k in range(nvmas):
             v = VMA.unpack_from(img, vmas + 16 + k * VMA.size)
@@ -103,10 +116,10 @@ def main():
         struct.pack_into("<I", img, 60, crc32c(img[:60]))
     elif cmd == "syscall":
         arch = FILE_HDR.unpack_from(img, 0)[2]
-        for _, typ, _, _, payload, _ in sections(img):
+        for _, typ, _, _, payload, size in sections(img):
             if TYPES.get(typ) != "THREAD":
                 continue
-            t = THREAD.unpack_from(img, payload)
+            t = thread_rec(img, payload, size)
             if t[16].rstrip(b"\0").decode() != sys.argv[3]:
                 continue
             gp = payload + THREAD.size
@@ -119,10 +132,10 @@ def main():
             print(nr)
         return
     elif cmd == "xstate":
-        for _, typ, _, _, payload, _ in sections(img):
+        for _, typ, _, _, payload, size in sections(img):
             if TYPES.get(typ) != "THREAD":
                 continue
-            t = THREAD.unpack_from(img, payload)
+            t = thread_rec(img, payload, size)
             comm = t[16].rstrip(b"\0").decode()
             if comm != sys.argv[3]:
                 continue

@@ -100,7 +100,8 @@ done
 checkpoint_kill "$victim" "$T/good.ckpt"
 "${IMGTOOL[@]}" sections "$T/good.ckpt" >"$T/sections" || fail "imgtool cannot read the image"
 
-for sec in PROC THREAD SIGACT FILES VMAS; do
+# every kind of metadata section the image has (PROC, THREAD, SIGACT...)
+for sec in $(awk '$2 != "PAGES" && $2 != "END" { print $2 }' "$T/sections" | sort -u); do
 	cp "$T/good.ckpt" "$T/flip-$sec.ckpt"
 	"${IMGTOOL[@]}" flip "$T/flip-$sec.ckpt" $sec
 	restore_fails "flip-$sec" "$T/flip-$sec.ckpt" "$victim" "flip-$sec.ckpt" "\b$sec section\b" "corrupt|crc"
