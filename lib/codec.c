@@ -35,19 +35,33 @@ void enc_thread(struct buf *b, const struct ibcr_thread_state *t)
 void enc_files(struct buf *b, const struct ibcr_process_state *ps)
 {
 	struct ibcr_files_hdr h = { .nfds = ps->nfds };
-	struct buf s = { 0 };
+
+	buf_put(b, &h, sizeof(h));
+	buf_put(b, ps->fds, sizeof(struct ibcr_fd) * ps->nfds);
+}
+
+void enc_fileobjs(struct buf *b, const struct ibcr_files *f)
+{
+	struct ibcr_fileobjs_hdr h = { .nobjs = f->nobjs };
+	struct buf s = { 0 }, d = { 0 };
 	size_t at;
 
 	buf_put(b, &h, sizeof(h));
-	at = buf_put(b, ps->fds, sizeof(struct ibcr_fd) * ps->nfds);
-	for (uint32_t i = 0; i < ps->nfds; i++) {
-		struct ibcr_fd *fd = (struct ibcr_fd *)(b->p + at) + i;
+	at = buf_put(b, f->objs, sizeof(struct ibcr_fobj) * f->nobjs);
+	for (uint32_t i = 0; i < f->nobjs; i++) {
+		struct ibcr_fobj *o = (struct ibcr_fobj *)(b->p + at) + i;
 
-		fd->path_off = (uint32_t)buf_str(&s, ps->fd_paths[i]);
+		o->path_off = (uint32_t)buf_str(&s, f->paths[i] ? f->paths[i] : "");
+		o->data_off = f->data[i] ? buf_put(&d, f->data[i], o->data_len) : 0;
+		if (!f->data[i])
+			o->data_len = 0;
 	}
-	((struct ibcr_files_hdr *)b->p)->strtab_size = (uint32_t)s.len;
+	((struct ibcr_fileobjs_hdr *)b->p)->strtab_size = (uint32_t)s.len;
+	((struct ibcr_fileobjs_hdr *)b->p)->data_size = d.len;
 	buf_put(b, s.p, s.len);
+	buf_put(b, d.p, d.len);
 	buf_free(&s);
+	buf_free(&d);
 }
 
 void enc_vmas(struct buf *b, const struct ibcr_process_state *ps)

@@ -38,10 +38,11 @@ enum ibcr_sec_type {
 	IBCR_SEC_PROC = 1,	/* struct ibcr_proc + strings */
 	IBCR_SEC_THREAD = 2,	/* struct ibcr_thread + registers + siginfos */
 	IBCR_SEC_SIGACT = 3,	/* struct ibcr_sigaction[IBCR_NSIG] */
-	IBCR_SEC_FILES = 4,	/* struct ibcr_files_hdr + fds + strings */
+	IBCR_SEC_FILES = 4,	/* struct ibcr_files_hdr + fds */
 	IBCR_SEC_PAGES = 5,	/* page data of every region of one process */
 	IBCR_SEC_VMAS = 6,	/* struct ibcr_vmas_hdr + vmas + runs + strings */
 	IBCR_SEC_OPAQUE = 7,	/* owned by a named stage (e.g. "verbs") */
+	IBCR_SEC_FILEOBJS = 8,	/* image-wide: open file descriptions */
 	IBCR_SEC_END = 0x7fff,	/* last section: marks a complete image */
 };
 
@@ -190,30 +191,54 @@ struct ibcr_sigaction {
 	uint64_t mask;
 };
 
-/* FILES section. */
+/*
+ * FILEOBJS section: image-wide (proc IBCR_PROC_NONE), before the first
+ * process. Every open file description of every process, once: two
+ * descriptors (in one process or several) that share one, after dup()
+ * or fork(), refer to the same object and share it again after restore.
+ */
 enum ibcr_fd_kind {
 	IBCR_FD_REG = 1,	/* regular file: reopened by path at pos */
 	IBCR_FD_DIR = 2,	/* directory: reopened by path */
 	IBCR_FD_CHR = 3,	/* stateless character device: reopened by path */
-	IBCR_FD_STDIO = 4,	/* tty/pipe/socket on 0-2: rebound to loader's */
+	IBCR_FD_STDIO = 4,	/* tty/pipe/socket leading outside, on fds 0-2: */
+				/* rebound to the loader's fd of that number */
 	IBCR_FD_STAGE = 5,	/* owned by a stage (verbs): its section says how */
+	IBCR_FD_PIPE = 6,	/* one end of a pipe: aux[0] pipe inode, aux[1] size */
+	IBCR_FD_FIFO = 7,	/* one end of a named pipe: the same, and a path */
 };
 
-struct ibcr_fd {
-	int32_t fd;
+struct ibcr_fobj {
 	uint32_t kind;		/* enum ibcr_fd_kind */
 	uint32_t flags;		/* open(2) flags as /proc/PID/fdinfo shows */
-	uint32_t cloexec;
 	uint64_t pos;
 	uint64_t ino, dev, size, mtime_ns;	/* identity at checkpoint */
 	uint32_t mode;		/* st_mode */
-	uint32_t path_off;	/* string offset in the section */
+	uint32_t path_off;	/* in the string table */
+	uint64_t data_off;	/* bytes it holds (unread pipe data), in */
+	uint64_t data_len;	/* the section's data area */
+	uint64_t aux[4];	/* per kind, see ibcr_fd_kind */
+};
+
+struct ibcr_fileobjs_hdr {
+	uint32_t nobjs;
+	uint32_t strtab_size;
+	uint64_t data_size;
+	/* struct ibcr_fobj[nobjs], the string table, the data area */
+};
+
+/* FILES section, one per process: its descriptors, sorted by number. */
+struct ibcr_fd {
+	int32_t fd;
+	uint32_t obj;		/* index in FILEOBJS */
+	uint32_t cloexec;
+	uint32_t pad;
 };
 
 struct ibcr_files_hdr {
 	uint32_t nfds;
-	uint32_t strtab_size;
-	/* struct ibcr_fd[nfds], then the string table */
+	uint32_t pad;
+	/* struct ibcr_fd[nfds] */
 };
 
 /* VMAS section. */

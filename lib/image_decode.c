@@ -84,28 +84,102 @@ static int dec_files(struct img_reader *r, uint32_t proc, const uint8_t *p,
 		     uint64_t n, struct ibcr_process_state *ps, struct ibcr_err *e)
 {
 	struct ibcr_files_hdr h;
-	const uint8_t *tab;
 
 	if (n < sizeof(h))
 		return BAD("FILES section too short");
 	memcpy(&h, p, sizeof(h));
-	if (h.nfds > 1u << 20 ||
-	    sizeof(h) + (uint64_t)h.nfds * sizeof(struct ibcr_fd) + h.strtab_size != n)
+	if (h.nfds > 1u << 20 || sizeof(h) + (uint64_t)h.nfds * sizeof(struct ibcr_fd) != n)
 		return BAD("FILES section size does not match its contents");
 	ps->nfds = h.nfds;
 	ps->fds = xcalloc(h.nfds, sizeof(struct ibcr_fd));
-	ps->fd_paths = xcalloc(h.nfds, sizeof(char *));
 	memcpy(ps->fds, p + sizeof(h), h.nfds * sizeof(struct ibcr_fd));
-	tab = p + sizeof(h) + h.nfds * sizeof(struct ibcr_fd);
-	for (uint32_t i = 0; i < h.nfds; i++) {
-		const char *s = str_at(tab, h.strtab_size, ps->fds[i].path_off);
-
-		if (!s || ps->fds[i].fd < 0 ||
-		    (i && ps->fds[i].fd <= ps->fds[i - 1].fd))
+	for (uint32_t i = 0; i < h.nfds; i++)
+		if (ps->fds[i].fd < 0 || (i && ps->fds[i].fd <= ps->fds[i - 1].fd))
 			return BAD("FILES entry malformed");
-		ps->fd_paths[i] = xstrdup(s);
+	return 0;
+}
+
+int ibcr_check_fds(const struct ibcr_process_state *ps, const struct ibcr_files *f,
+		   struct ibcr_err *e)
+{
+	for (uint32_t i = 0; i < ps->nfds; i++)
+		if (ps->fds[i].obj >= f->nobjs)
+			return ibcr_fail(e, "pid %d: fd %d names file object %u of %u",
+					 ps->rec.pid, ps->fds[i].fd, ps->fds[i].obj, f->nobjs);
+	return 0;
+}
+
+static int dec_fileobjs(struct img_reader *r, const uint8_t *p, uint64_t n,
+			struct ibcr_files *f, struct ibcr_err *e)
+{
+	struct ibcr_fileobjs_hdr h;
+	const uint8_t *tab, *data;
+
+	if (n < sizeof(h))
+		return ibcr_fail(e, "image %s: FILEOBJS section too short", r->path);
+	memcpy(&h, p, sizeof(h));
+	if (h.nobjs > 1u << 20 ||
+	    sizeof(h) + (uint64_t)h.nobjs * sizeof(struct ibcr_fobj) + h.strtab_size +
+	    h.data_size != n)
+		return ibcr_fail(e, "image %s: FILEOBJS section size does not match its "
+				 "contents", r->path);
+	f->nobjs = h.nobjs;
+	f->objs = xcalloc(h.nobjs, sizeof(struct ibcr_fobj));
+	f->paths = xcalloc(h.nobjs, sizeof(char *));
+	f->data = xcalloc(h.nobjs, sizeof(uint8_t *));
+	memcpy(f->objs, p + sizeof(h), h.nobjs * sizeof(struct ibcr_fobj));
+	tab = p + sizeof(h) + h.nobjs * sizeof(struct ibcr_fobj);
+	data = tab + h.strtab_size;
+	for (uint32_t i = 0; i < h.nobjs; i++) {
+		const struct ibcr_fobj *o = &f->objs[i];
+		const char *s = str_at(tab, h.strtab_size, o->path_off);
+
+		if (!s || o->data_off > h.data_size || o->data_len > h.data_size - o->data_off)
+			return ibcr_fail(e, "image %s: file object %u is malformed", r->path, i);
+		f->paths[i] = xstrdup(s);
+		if (o->data_len) {
+			f->data[i] = xmalloc(o->data_len);
+			memcpy(f->data[i], data + o->data_off, o->data_len);
+		}
 	}
 	return 0;
+}
+
+int imgr_load_files(struct img_reader *r, struct ibcr_files *f, struct ibcr_err *e)
+{
+	memset(f, 0, sizeof(*f));
+	for (uint32_t i = 0; i < r->nsecs; i++) {
+		uint8_t *p;
+		int rc;
+
+		if (r->secs[i].h.type != IBCR_SEC_FILEOBJS)
+			continue;
+		if (f->objs)
+			return ibcr_fail(e, "image %s: two FILEOBJS sections", r->path);
+		if (imgr_payload(r, i, &p, e))
+			return -1;
+		rc = dec_fileobjs(r, p, r->secs[i].h.size, f, e);
+		free(p);
+		if (rc) {
+			ibcr_files_free(f);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void ibcr_files_free(struct ibcr_files *f)
+{
+	for (uint32_t i = 0; i < f->nobjs; i++) {
+		if (f->paths)
+			free(f->paths[i]);
+		if (f->data)
+			free(f->data[i]);
+	}
+	free(f->objs);
+	free(f->paths);
+	free(f->data);
+	memset(f, 0, sizeof(*f));
 }
 
 static int check_vma(struct img_reader *r, uint32_t proc,
@@ -413,15 +487,12 @@ void ibcr_process_free(struct ibcr_process_state *ps)
 			free(ps->threads[i].fpregs);
 			free(ps->threads[i].siginfo);
 		}
-	for (uint32_t i = 0; ps->fd_paths && i < ps->nfds; i++)
-		free(ps->fd_paths[i]);
 	for (uint32_t i = 0; ps->vma_names && i < ps->nvmas; i++)
 		free(ps->vma_names[i]);
 	for (uint32_t i = 0; i < ps->nopaque; i++)
 		free(ps->opaque[i].data);
 	free(ps->threads);
 	free(ps->fds);
-	free(ps->fd_paths);
 	free(ps->vmas);
 	free(ps->vma_names);
 	free(ps->runs);

@@ -73,6 +73,11 @@ int imgr_payload(struct img_reader *r, uint32_t idx, uint8_t **out,
 /* Decodes and checks every metadata section of process `proc`. */
 int imgr_load_process(struct img_reader *r, uint32_t proc,
 		      struct ibcr_process_state *ps, struct ibcr_err *e);
+/* Decodes the image-wide file table (an image without one has none). */
+int imgr_load_files(struct img_reader *r, struct ibcr_files *f, struct ibcr_err *e);
+/* Every descriptor of ps names an object of f. */
+int ibcr_check_fds(const struct ibcr_process_state *ps, const struct ibcr_files *f,
+		   struct ibcr_err *e);
 /* Reads every region's page data and checks its CRC. */
 int imgr_verify_pages(struct img_reader *r, const struct ibcr_process_state *ps,
 		      struct ibcr_err *e);
@@ -87,6 +92,7 @@ struct buf;
 void enc_proc(struct buf *b, const struct ibcr_process_state *ps);
 void enc_thread(struct buf *b, const struct ibcr_thread_state *t);
 void enc_files(struct buf *b, const struct ibcr_process_state *ps);
+void enc_fileobjs(struct buf *b, const struct ibcr_files *f);
 void enc_vmas(struct buf *b, const struct ibcr_process_state *ps);
 
 #endif

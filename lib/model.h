@@ -38,8 +38,7 @@ struct ibcr_process_state {
 	struct ibcr_thread_state *threads;	/* rec.nthreads */
 	struct ibcr_sigaction sigact[IBCR_NSIG];
 	uint32_t nfds;
-	struct ibcr_fd *fds;
-	char **fd_paths;
+	struct ibcr_fd *fds;	/* objects: the image's struct ibcr_files */
 	uint32_t nvmas;
 	struct ibcr_vma *vmas;
 	char **vma_names;
@@ -53,6 +52,15 @@ struct ibcr_process_state {
 	struct ibcr_opaque *opaque;
 };
 
+/* The image's open file descriptions, shared by its processes. */
+struct ibcr_files {
+	uint32_t nobjs;
+	struct ibcr_fobj *objs;
+	char **paths;
+	uint8_t **data;		/* each object's data_len bytes, or NULL */
+};
+
 void ibcr_process_free(struct ibcr_process_state *ps);
+void ibcr_files_free(struct ibcr_files *f);
 
 #endif

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * Files, in the child that becomes the restored process: the loader's
- * own descriptors move above every saved number, each saved fd is
- * reopened at its number, flags and offset, std streams saved as a
- * terminal, pipe or socket stay bound to the loader's own, and every
- * other inherited descriptor is closed.
+ * Files, in the child that becomes the restored process: the loader has
+ * opened every file object already (objects.c) above every saved number;
+ * each saved fd gets its object at its number with its close-on-exec
+ * flag, std streams saved as a terminal, pipe or socket leading outside
+ * stay bound to the loader's own, and everything else inherited closes.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,30 +27,6 @@ static int move_high(int *fd, int base, const char *what, struct ibcr_err *e)
 				       what, base);
 	close(*fd);
 	*fd = nfd;
-	return 0;
-}
-
-static int open_saved(const struct ibcr_fd *f, const char *path, struct ibcr_err *e)
-{
-	int flags = (int)(f->flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY));
-	int fd = open(path, flags | O_CLOEXEC);
-
-	if (fd < 0)
-		return ibcr_fail_errno(e, errno, "fd %d: reopening %s", f->fd, path);
-	if (f->kind != IBCR_FD_CHR && lseek(fd, (off_t)f->pos, SEEK_SET) < 0) {
-		ibcr_fail_errno(e, errno, "fd %d: seeking %s to %llu", f->fd, path,
-				(unsigned long long)f->pos);
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static int place(const struct ibcr_fd *f, int fd, struct ibcr_err *e)
-{
-	if (dup3(fd, f->fd, f->cloexec ? O_CLOEXEC : 0) < 0)
-		return ibcr_fail_errno(e, errno, "placing fd %d", f->fd);
-	close(fd);
 	return 0;
 }
 
@@ -94,11 +70,11 @@ static void close_strays(struct restore *rs)
 	free(v);
 }
 
-static int open_mappings(struct restore *rs, int base, struct ibcr_err *e)
+static int open_mappings(struct restore *rs, struct ibcr_err *e)
 {
 	const struct ibcr_process_state *ps = rs->ps;
 
-	rs->map_fds = xmalloc(sizeof(int) * ps->nvmas);
+	rs->map_fds = xmalloc(sizeof(int) * (ps->nvmas + 1));
 	for (uint32_t i = 0; i < ps->nvmas; i++) {
 		const struct ibcr_vma *v = &ps->vmas[i];
 		int writable = (v->flags & IBCR_VMAF_SHARED) && (v->prot & 2 /* PROT_WRITE */);
@@ -117,46 +93,47 @@ static int open_mappings(struct restore *rs, int base, struct ibcr_err *e)
 		fd = open(ps->vma_names[i], (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 		if (fd < 0)
 			return ibcr_fail_errno(e, errno, "opening mapped file %s", ps->vma_names[i]);
-		if (move_high(&fd, base, "mapped file", e))
+		if (move_high(&fd, rs->fd_base, "mapped file", e))
 			return -1;
 		rs->map_fds[i] = fd;
 	}
 	rs->exe_fd = open(ps->exe, O_RDONLY | O_CLOEXEC);
-	if (rs->exe_fd >= 0 && move_high(&rs->exe_fd, base, "executable", e))
+	if (rs->exe_fd >= 0 && move_high(&rs->exe_fd, rs->fd_base, "executable", e))
 		return -1;
+	return 0;
+}
+
+static int place(struct restore *rs, const struct ibcr_fd *f, struct ibcr_err *e)
+{
+	const struct ibcr_fobj *o = &rs->files->objs[f->obj];
+
+	if (o->kind == IBCR_FD_STAGE)
+		return 0;	/* verbs_standins puts something there */
+	if (o->kind == IBCR_FD_STDIO) {
+		if (fcntl(f->fd, F_GETFD) < 0)
+			return ibcr_fail(e, "fd %d was a terminal, pipe or socket and is "
+					 "rebound to the loader's, but the loader has no "
+					 "fd %d", f->fd, f->fd);
+		return 0;
+	}
+	if (rs->obj_fds[f->obj] < 0)
+		return ibcr_fail(e, "fd %d: its file %s was not opened", f->fd,
+				 rs->files->paths[f->obj]);
+	if (dup3(rs->obj_fds[f->obj], f->fd, f->cloexec ? O_CLOEXEC : 0) < 0)
+		return ibcr_fail_errno(e, errno, "placing fd %d (%s)", f->fd,
+				       rs->files->paths[f->obj]);
 	return 0;
 }
 
 int setup_files(struct restore *rs, struct ibcr_err *e)
 {
 	const struct ibcr_process_state *ps = rs->ps;
-	int base = 3;
 
-	for (uint32_t i = 0; i < ps->nfds; i++)
-		if (ps->fds[i].fd >= base)
-			base = ps->fds[i].fd + 1;
-	if (move_high(&rs->r->fd, base, "image", e) ||
-	    move_high(&rs->status_fd, base, "status pipe", e) ||
-	    move_high(&rs->control_fd, base, "control pipe", e) ||
-	    open_mappings(rs, base, e))
+	if (open_mappings(rs, e))
 		return -1;
-	for (uint32_t i = 0; i < ps->nfds; i++) {
-		const struct ibcr_fd *f = &ps->fds[i];
-		int fd;
-
-		if (f->kind == IBCR_FD_STAGE)
-			continue;	/* verbs_standins puts something there */
-		if (f->kind == IBCR_FD_STDIO) {
-			if (fcntl(f->fd, F_GETFD) < 0)
-				return ibcr_fail(e, "fd %d was a terminal, pipe or socket and is "
-						 "rebound to the loader's, but the loader has no "
-						 "fd %d", f->fd, f->fd);
-			continue;
-		}
-		fd = open_saved(f, ps->fd_paths[i], e);
-		if (fd < 0 || move_high(&fd, base, "file", e) || place(f, fd, e))
+	for (uint32_t i = 0; i < ps->nfds; i++)
+		if (place(rs, &ps->fds[i], e))
 			return -1;
-	}
 	if (verbs_standins(rs, e))
 		return -1;
 	close_strays(rs);

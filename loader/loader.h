@@ -27,6 +27,9 @@ struct restore {
 	int exact_pid;		/* got the saved PID */
 	int set_creds;
 	int *map_fds;		/* per region: its file, or -1 */
+	const struct ibcr_files *files;	/* the image's file objects */
+	const int *obj_fds;	/* each one opened by the loader, or -1 */
+	int fd_base;		/* every descriptor of ours is at or above it */
 	int exe_fd;
 	int verbose;
 	uint32_t npokes;
@@ -35,11 +38,15 @@ struct restore {
 
 /* preflight.c: checks that need no change to anything */
 int preflight(struct restore *rs, struct ibcr_err *e);
+int preflight_files(const struct ibcr_files *f, struct ibcr_err *e);
 
 /* verbs.c: the loader's part of the verbs stage */
 int verbs_preflight(const struct ibcr_process_state *ps, struct ibcr_err *e);
 int verbs_standins(struct restore *rs, struct ibcr_err *e);
 void verbs_pokes(struct restore *rs);
+
+/* objects.c (parent, before forking): opens the image's file objects */
+int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_err *e);
 
 /* files.c (child) */
 int setup_files(struct restore *rs, struct ibcr_err *e);

@@ -237,13 +237,14 @@ static int open_image(const char *path, struct img_reader *r, struct ibcr_err *e
 }
 
 /* Everything that can be checked before anything changes. */
-static int prepare(struct img_reader *r, struct job *j, int verbose, struct ibcr_err *e)
+static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files *files,
+		   int verbose, struct ibcr_err *e)
 {
 	for (uint32_t i = 0; i < r->hdr.nprocs; i++) {
 		struct job *x = &j[i];
 
 		x->rs = (struct restore){ .r = r, .ps = &x->ps, .proc = i, .exe_fd = -1,
-					  .verbose = verbose };
+					  .verbose = verbose, .files = files };
 		if (imgr_load_process(r, i, &x->ps, e) || preflight(&x->rs, e))
 			return -1;
 		x->rs.set_creds = geteuid() == 0 && (x->ps.rec.uid[0] || x->ps.rec.uid[1] ||
@@ -253,12 +254,38 @@ static int prepare(struct img_reader *r, struct job *j, int verbose, struct ibcr
 	return 0;
 }
 
-static int start_all(struct job *j, uint32_t n, int verbose)
+/* Every descriptor of the loader's goes above every saved number. */
+static int fd_base(const struct job *j, uint32_t n)
+{
+	int base = 3;
+
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t k = 0; k < j[i].ps.nfds; k++)
+			if (j[i].ps.fds[k].fd >= base)
+				base = j[i].ps.fds[k].fd + 1;
+	return base;
+}
+
+static int high_pipe(int p[2], int base)
+{
+	for (int k = 0; k < 2; k++) {
+		int fd = fcntl(p[k], F_DUPFD_CLOEXEC, base);
+
+		if (fd < 0)
+			return -1;
+		close(p[k]);
+		p[k] = fd;
+	}
+	return 0;
+}
+
+static int start_all(struct job *j, uint32_t n, int base, int verbose)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		int status[2], control[2];
 
-		if (pipe2(status, O_CLOEXEC) || pipe2(control, O_CLOEXEC)) {
+		if (pipe2(status, O_CLOEXEC) || pipe2(control, O_CLOEXEC) ||
+		    high_pipe(status, base) || high_pipe(control, base)) {
 			perror("restart-loader: pipe");
 			return -1;
 		}
@@ -271,10 +298,6 @@ static int start_all(struct job *j, uint32_t n, int verbose)
 		if (j[i].child == 0) {
 			close(status[0]);
 			close(control[1]);
-			for (uint32_t k = 0; k < i; k++) {
-				close(j[k].status_fd);
-				close(j[k].control_fd);
-			}
 			j[i].rs.status_fd = status[1];
 			j[i].rs.control_fd = control[0];
 			run_child(&j[i].rs);
@@ -298,8 +321,9 @@ int main(int argc, char **argv)
 	double start = now_ms();
 	struct img_reader r;
 	struct ibcr_err e = { "" };
+	struct ibcr_files files;
 	struct job *j;
-	int opt, verbose = 0, stats = 0;
+	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL;
 
 	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
 		if (opt == 'v')
@@ -320,14 +344,31 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	j = calloc(r.hdr.nprocs, sizeof(*j));
-	if (!j || prepare(&r, j, verbose, &e)) {
+	if (!j || imgr_load_files(&r, &files, &e) || preflight_files(&files, &e) ||
+	    prepare(&r, j, &files, verbose, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", j ? e.msg : "out of memory");
 		return 1;
 	}
-	if (start_all(j, r.hdr.nprocs, verbose) || wait_ready(j, r.hdr.nprocs)) {
+	base = fd_base(j, r.hdr.nprocs);
+	if ((img_fd = fcntl(r.fd, F_DUPFD_CLOEXEC, base)) < 0 ||
+	    objects_open(&files, base, &obj_fds, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", img_fd < 0 ? strerror(errno) : e.msg);
+		return 1;
+	}
+	close(r.fd);
+	r.fd = img_fd;
+	for (uint32_t i = 0; i < r.hdr.nprocs; i++) {
+		j[i].rs.obj_fds = obj_fds;
+		j[i].rs.fd_base = base;
+	}
+	if (start_all(j, r.hdr.nprocs, base, verbose) || wait_ready(j, r.hdr.nprocs)) {
 		kill_all(j, r.hdr.nprocs);
 		return 1;
 	}
+	/* the processes have them: a pipe's end held here would hide its EOF */
+	for (uint32_t i = 0; i < files.nobjs; i++)
+		if (obj_fds[i] >= 0)
+			close(obj_fds[i]);
 	for (uint32_t i = 0; i < r.hdr.nprocs; i++) {
 		if (j[i].pages_open)
 			pages_close(&j[i].pages);

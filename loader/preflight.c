@@ -21,22 +21,24 @@ static uint64_t mtime_ns(const struct stat *st)
 	return (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
 }
 
-static int check_fds(const struct ibcr_process_state *ps, struct ibcr_err *e)
+int preflight_files(const struct ibcr_files *f, struct ibcr_err *e)
 {
-	for (uint32_t i = 0; i < ps->nfds; i++) {
-		const struct ibcr_fd *f = &ps->fds[i];
-		const char *path = ps->fd_paths[i];
+	for (uint32_t i = 0; i < f->nobjs; i++) {
+		const struct ibcr_fobj *o = &f->objs[i];
+		const char *path = f->paths[i];
 		struct stat st;
 
-		if (f->kind == IBCR_FD_STDIO || f->kind == IBCR_FD_STAGE)
+		if (o->kind != IBCR_FD_REG && o->kind != IBCR_FD_DIR &&
+		    o->kind != IBCR_FD_CHR && o->kind != IBCR_FD_FIFO)
 			continue;
 		if (stat(path, &st))
-			return ibcr_fail_errno(e, errno, "fd %d: %s", f->fd, path);
-		if ((f->kind == IBCR_FD_REG && !S_ISREG(st.st_mode)) ||
-		    (f->kind == IBCR_FD_DIR && !S_ISDIR(st.st_mode)) ||
-		    (f->kind == IBCR_FD_CHR && !S_ISCHR(st.st_mode)))
-			return ibcr_fail(e, "fd %d: %s is no longer the same kind of file",
-					 f->fd, path);
+			return ibcr_fail_errno(e, errno, "open file %s", path);
+		if ((o->kind == IBCR_FD_REG && !S_ISREG(st.st_mode)) ||
+		    (o->kind == IBCR_FD_DIR && !S_ISDIR(st.st_mode)) ||
+		    (o->kind == IBCR_FD_CHR && !S_ISCHR(st.st_mode)) ||
+		    (o->kind == IBCR_FD_FIFO && !S_ISFIFO(st.st_mode)))
+			return ibcr_fail(e, "open file %s is no longer the same kind of file",
+					 path);
 	}
 	return 0;
 }
@@ -127,7 +129,7 @@ int preflight(struct restore *rs, struct ibcr_err *e)
 
 	if (stat(ps->cwd, &st) || !S_ISDIR(st.st_mode))
 		return ibcr_fail(e, "working directory %s does not exist", ps->cwd);
-	if (check_fds(ps, e) || check_mapped_files(ps, e) || check_specials(ps, e) ||
+	if (ibcr_check_fds(ps, rs->files, e) || check_mapped_files(ps, e) || check_specials(ps, e) ||
 	    verbs_preflight(ps, e))
 		return -1;
 	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {

@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * Open files. Supported here: regular files and directories (reopened
- * by path at their offset with their flags), the stateless character
- * devices, and whatever sits on fds 0-2 when it is a terminal, pipe or
- * socket (rebound to the restarting loader's own). Anything else fails
- * the checkpoint, naming the fd, its kind and the pid.
+ * Open files. Every descriptor of every process is traced back to its
+ * open file description, compared across descriptors and processes with
+ * kcmp(KCMP_FILE): one that is shared (dup, fork) becomes one object of
+ * the image, shared again after restore (offset, flags and all).
+ *
+ * Supported: regular files and directories (reopened by path at their
+ * offset with their flags), the stateless character devices, pipes whose
+ * two ends are both in the image (with the bytes in them), named pipes,
+ * and whatever sits on fds 0-2 when it is a terminal, a pipe or socket
+ * leading outside the image (rebound to the restarting loader's own).
+ * Anything else fails the checkpoint, naming the fd, its kind and the pid.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -13,11 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "procfs.h"
 #include "saver.h"
+
+#define KCMP_FILE 0
 
 static int is_stateless_chr(const char *path)
 {
@@ -45,7 +54,8 @@ static const char *kind_name(mode_t m, const char *link)
 	return "unknown file kind";
 }
 
-static int read_fdinfo(pid_t pid, int fd, struct ibcr_fd *r, struct ibcr_err *e)
+static int read_fdinfo(pid_t pid, int fd, struct ibcr_fobj *o, uint32_t *cloexec,
+		       struct ibcr_err *e)
 {
 	char path[64], *s, *p;
 
@@ -53,17 +63,18 @@ static int read_fdinfo(pid_t pid, int fd, struct ibcr_fd *r, struct ibcr_err *e)
 	if (proc_read(path, &s, NULL, e))
 		return -1;
 	if ((p = strstr(s, "pos:")))
-		r->pos = strtoull(p + 4, NULL, 10);
+		o->pos = strtoull(p + 4, NULL, 10);
 	if ((p = strstr(s, "flags:")))
-		r->flags = (uint32_t)strtoul(p + 6, NULL, 8);
+		o->flags = (uint32_t)strtoul(p + 6, NULL, 8);
 	free(s);
-	r->cloexec = (r->flags & O_CLOEXEC) != 0;
-	r->flags &= ~(uint32_t)O_CLOEXEC;
+	*cloexec = (o->flags & O_CLOEXEC) != 0;
+	o->flags &= ~(uint32_t)O_CLOEXEC;
 	return 0;
 }
 
+/* The kind of a new object; pipes are settled later (files_finish). */
 static int classify(pid_t pid, int fd, const char *link, const struct stat *st,
-		    struct ibcr_fd *r, struct ibcr_err *e)
+		    struct ibcr_fobj *o, struct ibcr_err *e)
 {
 	size_t n = strlen(link);
 
@@ -71,17 +82,22 @@ static int classify(pid_t pid, int fd, const char *link, const struct stat *st,
 		return ibcr_fail(e, "pid %d fd %d: file %s was deleted while open: "
 				 "not supported yet", (int)pid, fd, link);
 	if (S_ISREG(st->st_mode) && link[0] == '/')
-		r->kind = IBCR_FD_REG;
+		o->kind = IBCR_FD_REG;
 	else if (S_ISDIR(st->st_mode) && link[0] == '/')
-		r->kind = IBCR_FD_DIR;
+		o->kind = IBCR_FD_DIR;
 	else if (S_ISCHR(st->st_mode) && is_stateless_chr(link))
-		r->kind = IBCR_FD_CHR;
-	else if (fd <= 2 && (S_ISCHR(st->st_mode) || S_ISFIFO(st->st_mode) ||
-			     S_ISSOCK(st->st_mode)))
-		r->kind = IBCR_FD_STDIO;
+		o->kind = IBCR_FD_CHR;
+	else if (S_ISFIFO(st->st_mode) && !strncmp(link, "pipe:[", 6))
+		o->kind = IBCR_FD_PIPE;
+	else if (S_ISFIFO(st->st_mode) && link[0] == '/')
+		o->kind = IBCR_FD_FIFO;
+	else if (fd <= 2 && (S_ISCHR(st->st_mode) || S_ISSOCK(st->st_mode)))
+		o->kind = IBCR_FD_STDIO;
 	else
 		return ibcr_fail(e, "pid %d fd %d: %s (%s) is not supported yet",
 				 (int)pid, fd, kind_name(st->st_mode, link), link);
+	if (o->kind == IBCR_FD_PIPE || o->kind == IBCR_FD_FIFO)
+		o->aux[0] = st->st_ino;
 	return 0;
 }
 
@@ -115,7 +131,76 @@ static int list_fds(pid_t pid, int **out, uint32_t *n, struct ibcr_err *e)
 	return 0;
 }
 
-int capture_files(struct target *t, struct ibcr_err *e)
+/* An object already in the table that pid's fd shares, or -1. */
+static long find_shared(const struct fobjs *o, pid_t pid, int fd, const struct stat *st)
+{
+	for (uint32_t i = 0; i < o->f.nobjs; i++)
+		if (o->f.objs[i].ino == st->st_ino && o->f.objs[i].dev == st->st_dev &&
+		    o->f.objs[i].kind != IBCR_FD_STAGE &&
+		    syscall(SYS_kcmp, pid, o->rep_pid[i], KCMP_FILE, fd, o->rep_fd[i]) == 0)
+			return i;
+	return -1;
+}
+
+static uint32_t add_object(struct fobjs *o, pid_t pid, int fd, const char *link)
+{
+	uint32_t i = o->f.nobjs++;
+
+	if (i == o->cap) {
+		o->cap = o->cap ? o->cap * 2 : 32;
+		o->f.objs = xrealloc(o->f.objs, sizeof(*o->f.objs) * o->cap);
+		o->f.paths = xrealloc(o->f.paths, sizeof(char *) * o->cap);
+		o->f.data = xrealloc(o->f.data, sizeof(uint8_t *) * o->cap);
+		o->rep_pid = xrealloc(o->rep_pid, sizeof(pid_t) * o->cap);
+		o->rep_fd = xrealloc(o->rep_fd, sizeof(int) * o->cap);
+	}
+	memset(&o->f.objs[i], 0, sizeof(o->f.objs[i]));
+	o->f.paths[i] = xstrdup(link);
+	o->f.data[i] = NULL;
+	o->rep_pid[i] = pid;
+	o->rep_fd[i] = fd;
+	return i;
+}
+
+static int capture_fd(struct target *t, struct fobjs *o, int fd, struct ibcr_fd *r,
+		      struct ibcr_err *e)
+{
+	char path[64], link[4096];
+	struct ibcr_fobj probe = { 0 };
+	struct stat st;
+	ssize_t k;
+	long shared;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)t->pid, fd);
+	k = readlink(path, link, sizeof(link) - 1);
+	if (k < 0 || stat(path, &st))
+		return errno == ENOENT ? 1 /* closed meanwhile */ :
+		       ibcr_fail_errno(e, errno, "pid %d fd %d", (int)t->pid, fd);
+	link[k] = 0;
+	r->fd = fd;
+	if (read_fdinfo(t->pid, fd, &probe, &r->cloexec, e))
+		return -1;
+	shared = verbs_owns_fd(t, fd) ? -1 : find_shared(o, t->pid, fd, &st);
+	if (shared >= 0) {
+		r->obj = (uint32_t)shared;
+		return 0;
+	}
+	r->obj = add_object(o, t->pid, fd, link);
+	probe.ino = st.st_ino;
+	probe.dev = st.st_dev;
+	probe.size = (uint64_t)st.st_size;
+	probe.mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
+			 (uint64_t)st.st_mtim.tv_nsec;
+	probe.mode = st.st_mode;
+	if (verbs_owns_fd(t, fd))
+		probe.kind = IBCR_FD_STAGE;	/* the verbs stage stands in */
+	else if (classify(t->pid, fd, link, &st, &probe, e))
+		return -1;
+	o->f.objs[r->obj] = probe;
+	return 0;
+}
+
+int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e)
 {
 	struct ibcr_process_state *ps = &t->ps;
 	int *fds = NULL;
@@ -124,41 +209,120 @@ int capture_files(struct target *t, struct ibcr_err *e)
 	if (list_fds(t->pid, &fds, &n, e))
 		return -1;
 	ps->fds = xcalloc(n, sizeof(*ps->fds));
-	ps->fd_paths = xcalloc(n, sizeof(char *));
 	for (uint32_t i = 0; i < n; i++) {
-		struct ibcr_fd *r = &ps->fds[ps->nfds];
-		char path[64], link[4096];
-		struct stat st;
-		ssize_t k;
+		int rc = capture_fd(t, o, fds[i], &ps->fds[ps->nfds], e);
 
-		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)t->pid, fds[i]);
-		k = readlink(path, link, sizeof(link) - 1);
-		if (k < 0 || stat(path, &st)) {
-			if (errno == ENOENT)
-				continue;	/* closed meanwhile by a thread we stopped late */
-			free(fds);
-			return ibcr_fail_errno(e, errno, "pid %d fd %d", (int)t->pid, fds[i]);
-		}
-		link[k] = 0;
-		r->fd = fds[i];
-		r->mode = st.st_mode;
-		r->ino = st.st_ino;
-		r->dev = st.st_dev;
-		r->size = (uint64_t)st.st_size;
-		r->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
-			      (uint64_t)st.st_mtim.tv_nsec;
-		if (verbs_owns_fd(t, fds[i]))
-			r->kind = IBCR_FD_STAGE;	/* the verbs stage stands in */
-		else if (classify(t->pid, fds[i], link, &st, r, e)) {
+		if (rc < 0) {
 			free(fds);
 			return -1;
 		}
-		if (read_fdinfo(t->pid, fds[i], r, e)) {
-			free(fds);
-			return -1;
-		}
-		ps->fd_paths[ps->nfds++] = xstrdup(link);
+		if (rc == 0)
+			ps->nfds++;
 	}
 	free(fds);
+	return 0;
+}
+
+/* The bytes in a pipe, copied with tee(2): the reader still gets them. */
+static int pipe_data(struct fobjs *o, uint32_t i, struct ibcr_err *e)
+{
+	struct ibcr_fobj *ob = &o->f.objs[i];
+	char path[64];
+	int src, tmp[2] = { -1, -1 }, rc = -1;
+	long cap;
+	ssize_t n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)o->rep_pid[i], o->rep_fd[i]);
+	src = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (src < 0)
+		return ibcr_fail_errno(e, errno, "pid %d fd %d: reopening its pipe",
+				       (int)o->rep_pid[i], o->rep_fd[i]);
+	cap = fcntl(src, F_GETPIPE_SZ);
+	if (cap <= 0 || pipe2(tmp, O_NONBLOCK | O_CLOEXEC) ||
+	    fcntl(tmp[1], F_SETPIPE_SZ, cap) < cap) {
+		ibcr_fail_errno(e, errno, "pid %d fd %d: sizing a pipe for its data",
+				(int)o->rep_pid[i], o->rep_fd[i]);
+		goto out;
+	}
+	ob->aux[1] = (uint64_t)cap;
+	n = tee(src, tmp[1], (size_t)cap, SPLICE_F_NONBLOCK);
+	if (n < 0 && errno == EAGAIN)
+		n = 0;	/* empty */
+	if (n < 0) {
+		ibcr_fail_errno(e, errno, "pid %d fd %d: copying the data in its pipe",
+				(int)o->rep_pid[i], o->rep_fd[i]);
+		goto out;
+	}
+	if (n) {
+		o->f.data[i] = xmalloc((size_t)n);
+		if (read(tmp[0], o->f.data[i], (size_t)n) != n) {
+			ibcr_fail_errno(e, errno, "pid %d fd %d: reading its pipe's data",
+					(int)o->rep_pid[i], o->rep_fd[i]);
+			goto out;
+		}
+	}
+	ob->data_len = (uint64_t)n;
+	rc = 0;
+out:
+	close(src);
+	if (tmp[0] >= 0)
+		close(tmp[0]);
+	if (tmp[1] >= 0)
+		close(tmp[1]);
+	return rc;
+}
+
+static int has_end(const struct fobjs *o, uint64_t ino, uint32_t mode)
+{
+	for (uint32_t i = 0; i < o->f.nobjs; i++)
+		if ((o->f.objs[i].kind == IBCR_FD_PIPE || o->f.objs[i].kind == IBCR_FD_FIFO) &&
+		    o->f.objs[i].aux[0] == ino && ((o->f.objs[i].flags & O_ACCMODE) == mode ||
+						    (o->f.objs[i].flags & O_ACCMODE) == O_RDWR))
+			return 1;
+	return 0;
+}
+
+/* The first descriptor (pid, fd) that refers to object i, above fd 2. */
+static int high_user(const struct target *t, uint32_t n, uint32_t i, pid_t *pid, int *fd)
+{
+	for (uint32_t k = 0; k < n; k++)
+		for (uint32_t f = 0; f < t[k].ps.nfds; f++)
+			if (t[k].ps.fds[f].obj == i && t[k].ps.fds[f].fd > 2) {
+				*pid = t[k].pid;
+				*fd = t[k].ps.fds[f].fd;
+				return 1;
+			}
+	return 0;
+}
+
+/*
+ * Pipes, once every process is known: with both ends in the image a pipe
+ * is restored with its data; one leading outside is a std stream to
+ * rebind when only fds 0-2 use it, else it cannot be restored.
+ */
+int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e)
+{
+	for (uint32_t i = 0; i < o->f.nobjs; i++) {
+		struct ibcr_fobj *ob = &o->f.objs[i];
+		pid_t pid;
+		int fd;
+
+		if (ob->kind != IBCR_FD_PIPE)
+			continue;
+		if (!has_end(o, ob->aux[0], O_RDONLY) || !has_end(o, ob->aux[0], O_WRONLY)) {
+			if (high_user(t, n, i, &pid, &fd))
+				return ibcr_fail(e, "pid %d fd %d: pipe (%s) leads to a process "
+						 "outside the checkpoint: not supported",
+						 (int)pid, fd, o->f.paths[i]);
+			ob->kind = IBCR_FD_STDIO;
+			continue;
+		}
+		if ((ob->flags & O_ACCMODE) == O_RDONLY && pipe_data(o, i, e))
+			return -1;
+	}
+	for (uint32_t i = 0; i < o->f.nobjs; i++)
+		if (o->f.objs[i].kind == IBCR_FD_FIFO &&
+		    (o->f.objs[i].flags & O_ACCMODE) != O_WRONLY && pipe_data(o, i, e))
+			return -1;
 	return 0;
 }

@@ -45,10 +45,10 @@ static int parse_pid(const char *s, pid_t *pid)
 }
 
 /* Everything is read before anything is written: errors come early. */
-static int capture(struct target *t, struct ibcr_err *e)
+static int capture(struct target *t, struct fobjs *objs, struct ibcr_err *e)
 {
 	if (capture_regs(t, e) || capture_injected(t, e) ||
-	    capture_threads(t, e) || capture_procinfo(t, e) || capture_files(t, e) ||
+	    capture_threads(t, e) || capture_procinfo(t, e) || capture_files(t, objs, e) ||
 	    capture_memory_map(t, e))
 		return -1;
 	return 0;
@@ -107,13 +107,17 @@ static int parse_compress(const char *arg, struct codec_opt *c)
 }
 
 static int write_image(const char *out, struct target *t, uint32_t n,
-		       const struct codec_opt *c, struct ibcr_err *e)
+		       const struct fobjs *objs, const struct codec_opt *c,
+		       struct ibcr_err *e)
 {
 	struct img_writer w;
 	struct buf b = { 0 };
 
 	if (imgw_open(&w, out, ibcr_host_arch(), n, e))
 		return -1;
+	enc_fileobjs(&b, &objs->f);
+	if (imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p, b.len, e))
+		goto fail;
 	for (uint32_t i = 0; i < n; i++) {
 		b.len = 0;
 		if (write_meta(&w, i, &t[i], e) ||
@@ -207,6 +211,7 @@ int main(int argc, char **argv)
 	struct ibcr_err e = { "" };
 	struct stats s = { .start = now_ms() };
 	struct codec_opt comp = { IBCR_CODEC_RAW, 0 };
+	struct fobjs objs = { 0 };
 	uint32_t n;
 
 	while ((c = getopt_long(argc, argv, "o:ksh", opts, NULL)) != -1) {
@@ -250,7 +255,9 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < n && !rc; i++)
 		rc = target_seize(&t[i], &e);
 	for (uint32_t i = 0; i < n && !rc; i++)
-		rc = capture(&t[i], &e);
+		rc = capture(&t[i], &objs, &e);
+	if (!rc)
+		rc = files_finish(t, n, &objs, &e);
 	s.captured = now_ms();
 	if (!rc && how == RELEASE_RUN && snapshots) {
 		rc = snapshot_all(t, n, &e);
@@ -261,7 +268,7 @@ int main(int argc, char **argv)
 	}
 	s.released = now_ms();
 	if (!rc)
-		rc = write_image(out, t, n, &comp, &e);
+		rc = write_image(out, t, n, &objs, &comp, &e);
 	s.written = now_ms();
 	for (uint32_t i = 0; i < n; i++)
 		snapshot_destroy(&t[i]);

@@ -42,8 +42,15 @@ int capture_threads(struct target *t, struct ibcr_err *e);
 /* procinfo.c */
 int capture_procinfo(struct target *t, struct ibcr_err *e);
 
-/* files.c */
-int capture_files(struct target *t, struct ibcr_err *e);
+/* files.c: the image's open file descriptions, being collected */
+struct fobjs {
+	struct ibcr_files f;
+	pid_t *rep_pid;		/* per object: a process and fd that use it */
+	int *rep_fd;
+	uint32_t cap;
+};
+int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e);
+int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e);
 
 /* memory.c */
 int capture_memory_map(struct target *t, struct ibcr_err *e);

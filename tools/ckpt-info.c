@@ -57,6 +57,9 @@ static const char *fd_kind(uint32_t k)
 	case IBCR_FD_DIR: return "dir";
 	case IBCR_FD_CHR: return "chrdev";
 	case IBCR_FD_STDIO: return "stdio";
+	case IBCR_FD_STAGE: return "stage";
+	case IBCR_FD_PIPE: return "pipe";
+	case IBCR_FD_FIFO: return "fifo";
 	}
 	return "?";
 }
@@ -114,7 +117,8 @@ static void print_vmas(const struct ibcr_process_state *ps)
 	printf("\n");
 }
 
-static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process_state *ps)
+static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process_state *ps,
+			  const struct ibcr_files *files)
 {
 	printf("process %u: pid %d (%s) exe %s\n", idx, ps->rec.pid, ps->rec.comm, ps->exe);
 	printf("  cwd %s  uid %u gid %u  ppid %d pgid %d sid %d\n", ps->cwd,
@@ -122,10 +126,15 @@ static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process
 	print_threads(arch, ps);
 	print_vmas(ps);
 	printf("  files: %u\n", ps->nfds);
-	for (uint32_t i = 0; i < ps->nfds; i++)
-		printf("    fd %-4d %-6s pos %-10llu %s\n", ps->fds[i].fd,
-		       fd_kind(ps->fds[i].kind), (unsigned long long)ps->fds[i].pos,
-		       ps->fd_paths[i]);
+	for (uint32_t i = 0; i < ps->nfds; i++) {
+		const struct ibcr_fobj *o = &files->objs[ps->fds[i].obj];
+
+		printf("    fd %-4d %-6s pos %-10llu obj %-3u %s", ps->fds[i].fd, fd_kind(o->kind),
+		       (unsigned long long)o->pos, ps->fds[i].obj, files->paths[ps->fds[i].obj]);
+		if (o->data_len)
+			printf(" (%llu bytes in it)", (unsigned long long)o->data_len);
+		printf("\n");
+	}
 	for (uint32_t i = 0; i < ps->nopaque; i++) {
 		const struct ibcr_opaque *o = &ps->opaque[i];
 
@@ -147,6 +156,7 @@ static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process
 int main(int argc, char **argv)
 {
 	struct img_reader r;
+	struct ibcr_files files = { 0 };
 	struct ibcr_err e = { "" };
 	int verify = 0, rc = 0;
 	const char *path = NULL;
@@ -173,11 +183,14 @@ int main(int argc, char **argv)
 	printf("image %s: format %u, %s, page size %u, %u process(es), %u sections\n",
 	       path, r.hdr.version, ibcr_arch_name(r.hdr.arch), r.hdr.page_size,
 	       r.hdr.nprocs, r.nsecs);
+	if (imgr_load_files(&r, &files, &e))
+		rc = 1;
 	for (uint32_t i = 0; i < r.hdr.nprocs && !rc; i++) {
 		struct ibcr_process_state ps;
 
-		if (imgr_load_process(&r, i, &ps, &e) ||
-		    (print_process(r.hdr.arch, i, &ps), verify && imgr_verify_pages(&r, &ps, &e)))
+		if (imgr_load_process(&r, i, &ps, &e) || ibcr_check_fds(&ps, &files, &e) ||
+		    (print_process(r.hdr.arch, i, &ps, &files),
+		     verify && imgr_verify_pages(&r, &ps, &e)))
 			rc = 1;
 		if (!rc)
 			ibcr_process_free(&ps);

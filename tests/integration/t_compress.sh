@@ -35,5 +35,5 @@ python3 "$(dirname "$0")/imgtool.py" flip "$T/img.ckpt" PAGES >/dev/null ||
 timeout 60 "$LOADER" "$T/img.ckpt" >"$T/loader.out" 2>&1 && fail "restart-loader accepted a damaged block"
 grep -Eq "page block [0-9]+ .*corrupt|header CRC|malformed" "$T/loader.out" ||
 	fail "loader message does not name the block: $(cat "$T/loader.out")"
-[ -z "$(pidof heap)" ] || fail "a half-restored process is left running"
+! kill -0 "$pid" 2>/dev/null || fail "a half-restored process is left running as pid $pid"
 exit 0

@@ -43,8 +43,7 @@ static void fill_process(struct ibcr_process_state *ps)
 	static struct ibcr_vma vmas[3];
 	static char *names[3] = { "[heap]", "/usr/lib/libc.so", "[vdso]" };
 	static struct ibcr_run runs[2] = { { 0x10000, 2 }, { 0x13000, 1 } };
-	static struct ibcr_fd fds[1] = { { .fd = 3, .kind = IBCR_FD_REG, .pos = 77 } };
-	static char *fd_paths[1] = { "/etc/hostname" };
+	static struct ibcr_fd fds[1] = { { .fd = 3, .obj = 0 } };
 
 	memset(ps, 0, sizeof(*ps));
 	ps->rec.pid = 4242;
@@ -82,19 +81,41 @@ static void fill_process(struct ibcr_process_state *ps)
 	ps->runs = runs;
 	ps->nfds = 1;
 	ps->fds = fds;
-	ps->fd_paths = fd_paths;
+}
+
+/* One regular file at offset 77 and a pipe end holding 3 bytes. */
+static void fill_files(struct ibcr_files *f)
+{
+	static struct ibcr_fobj objs[2] = {
+		{ .kind = IBCR_FD_REG, .pos = 77 },
+		{ .kind = IBCR_FD_PIPE, .flags = 0, .data_len = 3, .aux = { 4242 } },
+	};
+	static char *paths[2] = { "/etc/hostname", "pipe:[4242]" };
+	static uint8_t abc[3] = { 'a', 'b', 'c' };
+	static uint8_t *data[2] = { NULL, abc };
+
+	f->nobjs = 2;
+	f->objs = objs;
+	f->paths = paths;
+	f->data = data;
 }
 
 static void write_test_image(void)
 {
 	struct ibcr_process_state ps;
+	struct ibcr_files files;
 	struct img_writer w;
 	struct ibcr_err e;
 	struct buf b = { 0 };
 	uint8_t page[4096];
 
 	fill_process(&ps);
+	fill_files(&files);
 	assert_int_equal(imgw_open(&w, path, ibcr_host_arch(), 1, &e), 0);
+	enc_fileobjs(&b, &files);
+	assert_int_equal(imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p,
+				      b.len, &e), 0);
+	b.len = 0;
 	enc_proc(&b, &ps);
 	assert_int_equal(imgw_section(&w, IBCR_SEC_PROC, 0, NULL, b.p, b.len, &e), 0);
 	for (int i = 0; i < 2; i++) {
@@ -144,6 +165,7 @@ static void round_trip(void **state)
 {
 	struct img_reader r;
 	struct ibcr_process_state ps;
+	struct ibcr_files files;
 	struct ibcr_err e;
 
 	(void)state;
@@ -163,8 +185,16 @@ static void round_trip(void **state)
 	assert_int_equal(ps.nvmas, 3);
 	assert_string_equal(ps.vma_names[1], "/usr/lib/libc.so");
 	assert_int_equal(ps.runs[1].addr, 0x13000);
-	assert_int_equal(ps.fds[0].pos, 77);
-	assert_string_equal(ps.fd_paths[0], "/etc/hostname");
+	assert_int_equal(imgr_load_files(&r, &files, &e), 0);
+	assert_int_equal(ibcr_check_fds(&ps, &files, &e), 0);
+	assert_int_equal(ps.fds[0].fd, 3);
+	assert_int_equal(files.nobjs, 2);
+	assert_int_equal(files.objs[ps.fds[0].obj].pos, 77);
+	assert_string_equal(files.paths[ps.fds[0].obj], "/etc/hostname");
+	assert_int_equal(files.objs[1].data_len, 3);
+	assert_memory_equal(files.data[1], "abc", 3);
+	assert_int_equal(files.objs[1].aux[0], 4242);
+	ibcr_files_free(&files);
 	assert_int_equal(ps.pages_off % PG, 0);
 	assert_int_equal(imgr_verify_pages(&r, &ps, &e), 0);
 	ibcr_process_free(&ps);
@@ -178,8 +208,16 @@ static int check_copy(const char *copy, struct ibcr_err *e)
 	struct ibcr_process_state ps;
 	int rc;
 
+	struct ibcr_files files;
+
 	if (imgr_open(&r, copy, e))
 		return -1;
+	rc = imgr_load_files(&r, &files, e);
+	if (rc) {
+		imgr_close(&r);
+		return rc;
+	}
+	ibcr_files_free(&files);
 	rc = imgr_load_process(&r, 0, &ps, e);
 	if (!rc) {
 		rc = imgr_verify_pages(&r, &ps, e);
