@@ -109,6 +109,7 @@ struct ibcr_end {
 
 /* Process flags. */
 #define IBCR_PROCF_SECCOMP 0x1	/* had a seccomp filter (not restored) */
+#define IBCR_PROCF_ZOMBIE 0x2	/* exited, not reaped: PROC only, exit_status */
 
 /*
  * PROC section: one per process, the first section of that process.
@@ -138,6 +139,8 @@ struct ibcr_proc {
 	char comm[16];
 	/* exe identity, to refuse a changed binary */
 	uint64_t exe_ino, exe_dev, exe_size, exe_mtime_ns;
+	int32_t exit_status;	/* zombies: as wait(2) reports it */
+	uint32_t pad;
 };
 
 /* How the restore writes the thread's TID at clear_child_tid. */

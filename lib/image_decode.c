@@ -40,7 +40,8 @@ static int dec_proc(struct img_reader *r, uint32_t proc, const uint8_t *p,
 	if (!exe || !cwd || ps->rec.cmdline_off > tn ||
 	    ps->rec.cmdline_len > tn - ps->rec.cmdline_off)
 		return BAD("PROC strings out of bounds");
-	if (ps->rec.nthreads == 0 || ps->rec.nthreads > 65536 ||
+	if ((ps->rec.nthreads == 0) != !!(ps->rec.flags & IBCR_PROCF_ZOMBIE) ||
+	    ps->rec.nthreads > 65536 ||
 	    ps->rec.auxv_words > IBCR_MAX_AUXV || ps->rec.ngroups > 32)
 		return BAD("PROC counts out of range");
 	ps->exe = xstrdup(exe);
@@ -376,7 +377,8 @@ int imgr_load_process(struct img_reader *r, uint32_t proc,
 			s->h.type == IBCR_SEC_FILES ? S_FILES :
 			s->h.type == IBCR_SEC_VMAS ? S_VMAS : 0;
 	}
-	if (seen != (S_PROC | S_SIG | S_FILES | S_PAGES | S_VMAS) ||
+	if ((ps->rec.flags & IBCR_PROCF_ZOMBIE) ? seen != S_PROC :
+	    seen != (S_PROC | S_SIG | S_FILES | S_PAGES | S_VMAS) ||
 	    nthreads != ps->rec.nthreads) {
 		ibcr_fail(e, "image %s: process %u is incomplete (sections missing)",
 			  r->path, proc);

@@ -30,7 +30,7 @@ static void trace(int fd, const char *what)
 	char line[128];
 	int n;
 
-	if (!getenv("IBCR_TRACE"))
+	if (!trace_on())
 		return;
 	n = snprintf(line, sizeof(line), "D%s\n", what);
 	if (write(fd, line, (size_t)n) < 0)

@@ -3,6 +3,7 @@
 #define IBCR_LOADER_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 #include "err.h"
@@ -75,6 +76,31 @@ int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd
 	       const char *path, pid_t child, struct ibcr_err *e);
 int pages_fill(struct pages *pg, uint32_t idx, struct ibcr_err *e);
 void pages_close(struct pages *pg);
+
+/* One process of the image being restored (main.c, tree.c). */
+struct job {
+	struct ibcr_process_state ps;
+	struct restore rs;
+	int parent;		/* index of its parent in the image, or -1: a root */
+	pid_t child;		/* its pid, once known */
+	int status_fd, control_fd;	/* the loader's ends */
+	int st, exited;
+	int pages_open;
+	struct pages pages;	/* compressed images: the filler */
+};
+
+/* tree.c: processes come back as the tree they were */
+void tree_link(struct job *j, uint32_t n);
+int tree_start(struct job *j, uint32_t n, int base, int verbose);
+pid_t fork_as(pid_t want, int *exact, int verbose);
+
+/* IBCR_TRACE set and not empty: report each step of the restore. */
+static inline int trace_on(void)
+{
+	const char *v = getenv("IBCR_TRACE");
+
+	return v && *v && *v != '0';
+}
 
 /* enter.asm */
 __attribute__((noreturn)) void ibcr_enter(uint64_t entry, struct plan *p, uint64_t sp);

@@ -43,30 +43,6 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* fork() with the saved PID when permitted (CAP_CHECKPOINT_RESTORE). */
-static pid_t fork_as(pid_t want, int *exact, int verbose)
-{
-	struct clone_args ca = { .exit_signal = SIGCHLD };
-	pid_t tid = want;
-	long pid;
-
-	ca.set_tid = (uint64_t)(uintptr_t)&tid;
-	ca.set_tid_size = 1;
-	pid = syscall(SYS_clone3, &ca, sizeof(ca));
-	if (pid >= 0) {
-		*exact = 1;
-		return (pid_t)pid;
-	}
-	if (errno == EEXIST)
-		fprintf(stderr, "restart-loader: pid %d is in use; restoring with a new "
-			"pid\n", (int)want);
-	else if (errno == EPERM || verbose)
-		fprintf(stderr, "restart-loader: not permitted to restore pid %d (%s); "
-			"restoring with a new pid\n", (int)want, strerror(errno));
-	*exact = 0;
-	return fork();
-}
-
 /* Prints a trace line of the child or its core (IBCR_TRACE=1). */
 static void print_trace(int fd)
 {
@@ -92,17 +68,6 @@ static __attribute__((noreturn)) void exit_like(int st)
 	}
 	_exit(WEXITSTATUS(st));
 }
-
-/* One process of the image being restored. */
-struct job {
-	struct ibcr_process_state ps;
-	struct restore rs;
-	pid_t child;
-	int status_fd, control_fd;
-	int st, exited;
-	int pages_open;
-	struct pages pages;	/* compressed images: the filler */
-};
 
 /* A region of a compressed image, asked for by the core: fill it, answer. */
 static void serve_fill(struct job *j)
@@ -146,6 +111,11 @@ static int read_status(struct job *j, char *msg, size_t size)
 			serve_fill(j);
 			continue;
 		}
+		if (msg[0] == 'C') {
+			if (read(j->status_fd, &j->child, 4) != 4)
+				return -1;
+			continue;
+		}
 		if (msg[0] == 'E') {
 			n = read(j->status_fd, msg, size - 1);
 			msg[n > 0 ? n : 0] = 0;
@@ -155,15 +125,22 @@ static int read_status(struct job *j, char *msg, size_t size)
 	}
 }
 
+/* Stops everything restored so far; the roots are ours to reap. */
 static void kill_all(struct job *j, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
 		if (j[i].child > 0 && !j[i].exited) {
 			kill(j[i].child, SIGKILL);
-			while (waitpid(j[i].child, &j[i].st, 0) < 0 && errno == EINTR)
+			while (j[i].parent < 0 && waitpid(j[i].child, &j[i].st, 0) < 0 &&
+			       errno == EINTR)
 				;
 			j[i].exited = 1;
 		}
+}
+
+static int is_zombie(const struct job *x)
+{
+	return x->ps.rec.flags & IBCR_PROCF_ZOMBIE;
 }
 
 /* Waits until every restored process is ready; any failure stops them all. */
@@ -172,13 +149,16 @@ static int wait_ready(struct job *j, uint32_t n)
 	char msg[600];
 
 	for (uint32_t i = 0; i < n; i++) {
-		int c = read_status(&j[i], msg, sizeof(msg));
+		int c;
 
+		if (is_zombie(&j[i]))
+			continue;
+		c = read_status(&j[i], msg, sizeof(msg));
 		if (c == 'R')
 			continue;
 		if (c == 'E') {
 			fprintf(stderr, "restart-loader: pid %d: %s\n", j[i].ps.rec.pid, msg);
-		} else {
+		} else if (j[i].parent < 0) {
 			int st = 0;
 
 			while (waitpid(j[i].child, &st, 0) < 0 && errno == EINTR)
@@ -188,6 +168,9 @@ static int wait_ready(struct job *j, uint32_t n)
 				"process %s %d before it was ready\n", j[i].ps.rec.pid,
 				WIFSIGNALED(st) ? "was killed by signal" : "exited with status",
 				WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		} else {
+			fprintf(stderr, "restart-loader: pid %d: restore failed: the new "
+				"process ended before it was ready\n", j[i].ps.rec.pid);
 		}
 		kill_all(j, n);
 		return -1;
@@ -195,11 +178,18 @@ static int wait_ready(struct job *j, uint32_t n)
 	return 0;
 }
 
-/* Exit status: a lone process's own; of several, the first failure's. */
+/*
+ * The roots are the loader's children (the others belong to their own
+ * restored parents). Exit status: a lone root's own; of several, the
+ * first failure's.
+ */
 static __attribute__((noreturn)) void wait_all(struct job *j, uint32_t n)
 {
-	uint32_t left = n;
+	uint32_t left = 0, roots = 0;
 
+	for (uint32_t i = 0; i < n; i++)
+		if (j[i].parent < 0 && j[i].child > 0)
+			left++, roots++;
 	signal(SIGINT, SIG_IGN);	/* terminal signals reach the processes */
 	signal(SIGQUIT, SIG_IGN);
 	while (left) {
@@ -211,14 +201,15 @@ static __attribute__((noreturn)) void wait_all(struct job *j, uint32_t n)
 		if (pid < 0)
 			break;
 		for (uint32_t i = 0; i < n; i++)
-			if (j[i].child == pid && !j[i].exited) {
+			if (j[i].parent < 0 && j[i].child == pid && !j[i].exited) {
 				j[i].st = st;
 				j[i].exited = 1;
 				left--;
 			}
 	}
 	for (uint32_t i = 0; i < n; i++)
-		if (n == 1 || !WIFEXITED(j[i].st) || WEXITSTATUS(j[i].st))
+		if (j[i].parent < 0 && j[i].child > 0 &&
+		    (roots == 1 || !WIFEXITED(j[i].st) || WEXITSTATUS(j[i].st)))
 			exit_like(j[i].st);
 	_exit(0);
 }
@@ -245,7 +236,11 @@ static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files 
 
 		x->rs = (struct restore){ .r = r, .ps = &x->ps, .proc = i, .exe_fd = -1,
 					  .verbose = verbose, .files = files };
-		if (imgr_load_process(r, i, &x->ps, e) || preflight(&x->rs, e))
+		if (imgr_load_process(r, i, &x->ps, e))
+			return -1;
+		if (is_zombie(x))
+			continue;
+		if (preflight(&x->rs, e))
 			return -1;
 		x->rs.set_creds = geteuid() == 0 && (x->ps.rec.uid[0] || x->ps.rec.uid[1] ||
 						     x->ps.rec.gid[0] || x->ps.rec.gid[1]);
@@ -264,50 +259,6 @@ static int fd_base(const struct job *j, uint32_t n)
 			if (j[i].ps.fds[k].fd >= base)
 				base = j[i].ps.fds[k].fd + 1;
 	return base;
-}
-
-static int high_pipe(int p[2], int base)
-{
-	for (int k = 0; k < 2; k++) {
-		int fd = fcntl(p[k], F_DUPFD_CLOEXEC, base);
-
-		if (fd < 0)
-			return -1;
-		close(p[k]);
-		p[k] = fd;
-	}
-	return 0;
-}
-
-static int start_all(struct job *j, uint32_t n, int base, int verbose)
-{
-	for (uint32_t i = 0; i < n; i++) {
-		int status[2], control[2];
-
-		if (pipe2(status, O_CLOEXEC) || pipe2(control, O_CLOEXEC) ||
-		    high_pipe(status, base) || high_pipe(control, base)) {
-			perror("restart-loader: pipe");
-			return -1;
-		}
-		fflush(NULL);
-		j[i].child = fork_as(j[i].ps.rec.pid, &j[i].rs.exact_pid, verbose);
-		if (j[i].child < 0) {
-			perror("restart-loader: fork");
-			return -1;
-		}
-		if (j[i].child == 0) {
-			close(status[0]);
-			close(control[1]);
-			j[i].rs.status_fd = status[1];
-			j[i].rs.control_fd = control[0];
-			run_child(&j[i].rs);
-		}
-		close(status[1]);
-		close(control[0]);
-		j[i].status_fd = status[0];
-		j[i].control_fd = control[1];
-	}
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -361,7 +312,8 @@ int main(int argc, char **argv)
 		j[i].rs.obj_fds = obj_fds;
 		j[i].rs.fd_base = base;
 	}
-	if (start_all(j, r.hdr.nprocs, base, verbose) || wait_ready(j, r.hdr.nprocs)) {
+	tree_link(j, r.hdr.nprocs);
+	if (tree_start(j, r.hdr.nprocs, base, verbose) || wait_ready(j, r.hdr.nprocs)) {
 		kill_all(j, r.hdr.nprocs);
 		return 1;
 	}
@@ -370,6 +322,8 @@ int main(int argc, char **argv)
 		if (obj_fds[i] >= 0)
 			close(obj_fds[i]);
 	for (uint32_t i = 0; i < r.hdr.nprocs; i++) {
+		if (is_zombie(&j[i]))
+			continue;
 		if (j[i].pages_open)
 			pages_close(&j[i].pages);
 		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose, &e))

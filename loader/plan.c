@@ -335,7 +335,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	p->status_fd = rs->status_fd;
 	p->control_fd = rs->control_fd;
 	p->flags = (rs->exact_pid ? PLAN_EXACT_TIDS : 0) | (rs->set_creds ? PLAN_SET_CREDS : 0) |
-		   (getenv("IBCR_TRACE") ? PLAN_TRACE : 0) |
+		   (trace_on() ? PLAN_TRACE : 0) |
 		   (rs->ps->nblocks ? PLAN_FILL_BY_LOADER : 0);
 	p->image_path = take_str(&a, rs->r->path);
 	p->bounce_len = BOUNCE;

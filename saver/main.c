@@ -22,8 +22,9 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: saver [--kill | --stop] [--compress[=CODEC[:LEVEL]]] -o IMAGE PID...\n"
+	fprintf(f, "usage: saver [--tree] [--kill | --stop] [--compress[=CODEC[:LEVEL]]] -o IMAGE PID...\n"
 		   "  -o, --output IMAGE  write the checkpoint to IMAGE\n"
+		   "  -t, --tree          also every descendant of each PID\n"
 		   "  -k, --kill          kill the processes once the image is complete\n"
 		   "  -s, --stop          leave them stopped (SIGSTOP) instead of running\n"
 		   "      --compress[=zstd|zlib][:LEVEL]\n"
@@ -120,6 +121,12 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 		goto fail;
 	for (uint32_t i = 0; i < n; i++) {
 		b.len = 0;
+		if (t[i].zombie) {
+			enc_proc(&b, &t[i].ps);
+			if (imgw_section(&w, IBCR_SEC_PROC, i, NULL, b.p, b.len, e))
+				goto fail;
+			continue;
+		}
 		if (write_meta(&w, i, &t[i], e) ||
 		    write_memory(&t[i], i, &w, c->codec, c->level, e))
 			goto fail;
@@ -161,10 +168,10 @@ static void release_all(struct target *t, uint32_t n, int how)
 static int snapshot_all(struct target *t, uint32_t n, struct ibcr_err *e)
 {
 	for (uint32_t i = 0; i < n; i++)
-		if (snapshot_create(&t[i], e))
+		if (!t[i].zombie && snapshot_create(&t[i], e))
 			return -1;
 	for (uint32_t i = 0; i < n; i++)
-		if (!t[i].mem_pid)
+		if (!t[i].zombie && !t[i].mem_pid)
 			return 0;
 	return 1;
 }
@@ -202,11 +209,12 @@ int main(int argc, char **argv)
 		{ "stats", no_argument, NULL, 'S' },
 		{ "no-snapshot", no_argument, NULL, 'N' },
 		{ "compress", optional_argument, NULL, 'z' },
+		{ "tree", no_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *out = NULL;
-	int how = RELEASE_RUN, c, rc = 0, stats = 0, snapshots = 1, released = 0;
+	int how = RELEASE_RUN, c, rc = 0, stats = 0, snapshots = 1, released = 0, tree = 0;
 	struct target *t;
 	struct ibcr_err e = { "" };
 	struct stats s = { .start = now_ms() };
@@ -214,13 +222,14 @@ int main(int argc, char **argv)
 	struct fobjs objs = { 0 };
 	uint32_t n;
 
-	while ((c = getopt_long(argc, argv, "o:ksh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:ksth", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'k': how = RELEASE_KILL; break;
 		case 's': how = RELEASE_STOP; break;
 		case 'S': stats = 1; break;
 		case 'N': snapshots = 0; break;
+		case 't': tree = 1; break;
 		case 'z':
 			if (parse_compress(optarg, &comp)) {
 				fprintf(stderr, "saver: --compress=%s: expected zstd or zlib, "
@@ -252,10 +261,12 @@ int main(int argc, char **argv)
 		rc = verbs_quiesce(t, n, &e);
 	s.frozen = now_ms();
 	/* All are stopped before any is read: one consistent point in time. */
-	for (uint32_t i = 0; i < n && !rc; i++)
+	if (tree && !rc)
+		rc = tree_seize(&t, &n, &e);
+	for (uint32_t i = 0; i < n && !rc && !tree; i++)
 		rc = target_seize(&t[i], &e);
 	for (uint32_t i = 0; i < n && !rc; i++)
-		rc = capture(&t[i], &objs, &e);
+		rc = t[i].zombie ? 0 : capture(&t[i], &objs, &e);
 	if (!rc)
 		rc = files_finish(t, n, &objs, &e);
 	s.captured = now_ms();

@@ -215,7 +215,8 @@ int capture_procinfo(struct target *t, struct ibcr_err *e)
 	if (read_stat(t, e) || read_status(t, e) || read_auxv(t, e) ||
 	    read_exe(t, e) || read_misc(t, e) || check_timers(t, e))
 		return -1;
-	warn_children(t);
+	if (!t->tree)
+		warn_children(t);
 	if (t->ps.rec.flags & IBCR_PROCF_SECCOMP)
 		fprintf(stderr, "saver: warning: pid %d has a seccomp filter; it will "
 			"not be restored\n", (int)t->pid);

@@ -18,6 +18,8 @@ struct target {
 	pid_t *tids;		/* main thread first */
 	int *seized;		/* per thread: attached by us */
 	int released;		/* let go (run, stop or kill) already */
+	int zombie;		/* exited, not reaped: only its record is saved */
+	int tree;		/* saved with its descendants (--tree) */
 	uint64_t syscall_insn;	/* a syscall instruction in its [vdso] */
 	int memfd;		/* /proc/PID/mem (of mem_pid when set) */
 	pid_t mem_pid;		/* the copy-on-write snapshot memory is read from */
@@ -31,6 +33,9 @@ int target_check(pid_t pid, struct ibcr_err *e);
 int target_seize(struct target *t, struct ibcr_err *e);
 void target_release(struct target *t, int how);
 enum { RELEASE_RUN, RELEASE_STOP, RELEASE_KILL };
+
+/* tree.c: --tree, a process and its descendants, stopped top-down */
+int tree_seize(struct target **t, uint32_t *n, struct ibcr_err *e);
 
 /* inject.c: state only the process itself can read */
 int capture_injected(struct target *t, struct ibcr_err *e);
