@@ -41,13 +41,9 @@ note() { echo "  $TEST_NAME: $*" >&2; }
 start() {
 	local out=$1
 	shift
-	(
-		for fd in /proc/$BASHPID/fd/*; do
-			fd=${fd##*/}
-			[ "$fd" -gt 2 ] && eval "exec $fd>&-"
-		done
-		exec "$@" </dev/null >"$out" 2>&1
-	) &
+	# clean-exec closes the rest in the process itself: a loop over
+	# /proc/self/fd in the shell once let one through
+	"$PROGS/clean-exec" "$@" </dev/null >"$out" 2>&1 &
 	PID=$!
 	STARTED+=("$PID")
 }

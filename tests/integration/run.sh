@@ -11,18 +11,20 @@ now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
 tests=("$@")
 [ ${#tests[@]} -gt 0 ] || tests=(t_*.sh)
 pass=0 failed=()
+logs=$(mktemp -d /tmp/ibcr-run.XXXXXX)	# own logs: others may run the suite too
+trap 'rm -rf "$logs"' EXIT
 for t in "${tests[@]}"; do
 	t=${t%.sh}.sh
 	start=$(now_ms)
-	if timeout "${KILL[@]}" "$LIMIT" bash "$t" >"/tmp/ibcr-$t.log" 2>&1; then
+	if timeout "${KILL[@]}" "$LIMIT" bash "$t" >"$logs/$t.log" 2>&1; then
 		pass=$((pass + 1))
 		printf 'PASS %-40s %6dms\n' "${t%.sh}" $(($(now_ms) - start))
 	else
 		failed+=("${t%.sh}")
 		printf 'FAIL %-40s %6dms\n' "${t%.sh}" $(($(now_ms) - start))
-		sed 's/^/    /' "/tmp/ibcr-$t.log"
+		sed 's/^/    /' "$logs/$t.log"
 	fi
-	rm -f "/tmp/ibcr-$t.log"
+	rm -f "$logs/$t.log"
 done
 echo "integration: $pass passed, ${#failed[@]} failed ${failed[*]:+(${failed[*]})}"
 [ ${#failed[@]} -eq 0 ]
