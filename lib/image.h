@@ -248,7 +248,8 @@ struct ibcr_files_hdr {
 enum ibcr_vma_kind {
 	IBCR_VMA_ANON = 1,	/* private anonymous (incl. [heap], [stack]) */
 	IBCR_VMA_FILE = 2,	/* file mapping, private or shared */
-	IBCR_VMA_SHMEM = 3,	/* shared anonymous memory */
+	IBCR_VMA_SHMEM = 3,	/* shared anonymous memory or SysV segment: */
+				/* file_dev and file_ino name the object */
 	IBCR_VMA_SPECIAL = 4,	/* kernel-owned: [vdso], [vvar], ... */
 	IBCR_VMA_DEVICE = 5,	/* owned by a stage (verbs): not restored */
 };
@@ -261,6 +262,9 @@ enum ibcr_vma_kind {
 #define IBCR_VMAF_DELETED 0x10	/* backing file was deleted */
 #define IBCR_VMAF_NORESERVE 0x20	/* MAP_NORESERVE (no commit accounting) */
 #define IBCR_VMAF_ACCOUNT 0x40	/* charged to commit (was writable once) */
+#define IBCR_VMAF_SHMREF 0x80	/* SHMEM: its data is saved with another */
+				/* region of the same object (file_dev/ino) */
+#define IBCR_VMAF_SYSV 0x100	/* SHMEM: a SysV segment; file_ino is its id */
 
 /* madvise state (from smaps VmFlags). */
 #define IBCR_MADV_HUGEPAGE 0x1

@@ -18,6 +18,12 @@ struct poke {
 	uint8_t *data;
 };
 
+/* A shared memory object the loader made and hands down by fork (shm.c). */
+struct shm_obj {
+	uint64_t dev, ino;	/* its identity in the image */
+	uint64_t addr, size;	/* where it is mapped in the loader */
+};
+
 /* One restore of one process, as the loader's musl part prepares it. */
 struct restore {
 	struct img_reader *r;
@@ -35,6 +41,8 @@ struct restore {
 	int verbose;
 	uint32_t npokes;
 	struct poke *pokes;
+	uint32_t nshm;		/* the image's shared memory objects */
+	const struct shm_obj *shm;
 };
 
 /* preflight.c: checks that need no change to anything */
@@ -67,6 +75,7 @@ struct pages {
 	int img_fd, memfd;
 	int width;		/* blocks decoded at once (one thread each) */
 	int n;			/* blocks decoded now, from `first` */
+	int64_t delta;		/* added to the saved addresses written to */
 	uint64_t first;
 	const char *path;
 	struct slot *slot;
@@ -88,6 +97,14 @@ struct job {
 	int pages_open;
 	struct pages pages;	/* compressed images: the filler */
 };
+
+/* shm.c: shared memory objects, made once and handed down by fork */
+int shm_prepare(struct job *j, uint32_t n, struct ibcr_err *e);
+uint64_t shm_source(const struct restore *rs, const struct ibcr_vma *v);
+
+/* hole.c: a range free now and in the saved layouts of processes ps */
+int find_free(const struct ibcr_process_state *const *ps, uint32_t nps, size_t size,
+	      uint64_t *at, struct ibcr_err *e);
 
 /* tree.c: processes come back as the tree they were */
 void tree_link(struct job *j, uint32_t n);

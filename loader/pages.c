@@ -101,7 +101,8 @@ static int put(struct pages *pg, const struct ibcr_vma *v, uint64_t at,
 		}
 		skip = at - run_start;
 		k = run_len - skip < len ? run_len - skip : len;
-		if (pwrite(pg->memfd, p, k, (off_t)(ps->runs[r].addr + skip)) != (ssize_t)k)
+		if (pwrite(pg->memfd, p, k, (off_t)(ps->runs[r].addr + skip + pg->delta)) !=
+		    (ssize_t)k)
 			return -1;
 		p += k;
 		at += k;

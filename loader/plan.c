@@ -20,7 +20,6 @@
 #include "sigframe.h"
 
 #define CORE_STACK (64ul << 10)	/* must match the core's thread.c */
-#define MARGIN (2ul << 20)	/* keep clear of neighbours, stack guard gaps */
 #define BOUNCE (64ul << 10)	/* see the core's fill() */
 
 struct arena {
@@ -64,54 +63,10 @@ static size_t hole_size(const struct restore *rs, size_t pg)
 		     (size_t)(t->rec.nsiginfo + t->rec.nsiginfo_shared) * IBCR_SIGINFO_SIZE;
 	}
 	n += IBCR_NSIG * sizeof(struct ibcr_sigaction) + 64 * 8 + 64 * 4;
+	n += (rs->nshm + 8) * 2 * sizeof(struct plan_range);
 	for (uint32_t i = 0; i < rs->npokes; i++)
 		n += sizeof(struct plan_poke) + rs->pokes[i].len + 16;
 	return (n + pg - 1) & ~(pg - 1);
-}
-
-struct span {
-	uint64_t start, end;
-};
-
-static int cmp_span(const void *a, const void *b)
-{
-	const struct span *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* Highest gap below the arch's top that fits `size` with margins. */
-static int find_hole(const struct ibcr_process_state *ps, size_t size, uint64_t *at,
-		     struct ibcr_err *e)
-{
-	struct maps_entry *m;
-	size_t n, cnt = 0;
-	struct span *s;
-	uint64_t top = ARCH_TASK_TOP - MARGIN;
-
-	if (maps_read(0, 0, &m, &n, e))
-		return -1;
-	s = xmalloc(sizeof(*s) * (n + ps->nvmas + 1));
-	for (size_t i = 0; i < n; i++)
-		if (m[i].end <= ARCH_TASK_TOP)
-			s[cnt++] = (struct span){ m[i].start, m[i].end };
-	for (uint32_t i = 0; i < ps->nvmas; i++)
-		s[cnt++] = (struct span){ ps->vmas[i].start, ps->vmas[i].end };
-	maps_free(m, n);
-	qsort(s, cnt, sizeof(*s), cmp_span);
-	for (size_t i = cnt; i-- > 0; ) {
-		uint64_t lo = s[i].end + MARGIN;
-
-		if (lo < top && top - lo >= size) {
-			*at = top - size;
-			free(s);
-			return 0;
-		}
-		if (s[i].start < top)
-			top = s[i].start > MARGIN ? s[i].start - MARGIN : 0;
-	}
-	free(s);
-	return ibcr_fail(e, "no free address range of %zu bytes for the restore code", size);
 }
 
 static size_t count_park(const struct ibcr_process_state *ps)
@@ -153,27 +108,43 @@ static int plan_specials(struct plan *p, struct arena *a, const struct ibcr_proc
 	return 0;
 }
 
-/* Everything below the top except the hole and the special mappings. */
-static void plan_unmap(struct plan *p, struct arena *a)
+static int cmp_range(const void *x, const void *y)
 {
-	struct span keep[64];
-	size_t nk = 0;
-	uint64_t at = 0;
-	struct plan_range *r = take(a, sizeof(*r) * 66, 8);
+	const struct plan_range *a = x, *b = y;
 
-	keep[nk++] = (struct span){ p->hole_start, p->hole_start + p->hole_len };
-	for (uint64_t i = 0; i < p->nspecial && nk < 64; i++)
-		keep[nk++] = (struct span){ p->special[i].cur,
-					    p->special[i].cur + p->special[i].len };
-	qsort(keep, nk, sizeof(keep[0]), cmp_span);
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/*
+ * Everything below the top except the hole, the special mappings and the
+ * shared memory objects handed down by the loader (unmapped later, once
+ * the regions that share them are in place).
+ */
+static void plan_unmap(struct plan *p, struct arena *a, const struct restore *rs)
+{
+	size_t nk = 0, max = 2 + p->nspecial + rs->nshm;
+	struct plan_range *keep = xmalloc(sizeof(*keep) * max);
+	struct plan_range *r = take(a, sizeof(*r) * (max + 1), 8);
+	uint64_t at = 0;
+
+	keep[nk++] = (struct plan_range){ p->hole_start, p->hole_start + p->hole_len };
+	for (uint64_t i = 0; i < p->nspecial; i++)
+		keep[nk++] = (struct plan_range){ p->special[i].cur,
+						  p->special[i].cur + p->special[i].len };
+	for (uint32_t i = 0; i < rs->nshm; i++)
+		keep[nk++] = (struct plan_range){ rs->shm[i].addr,
+						  rs->shm[i].addr + rs->shm[i].size };
+	qsort(keep, nk, sizeof(keep[0]), cmp_range);
 	p->unmap = r;
 	for (size_t i = 0; i < nk; i++) {
 		if (keep[i].start > at)
 			r[p->nunmap++] = (struct plan_range){ at, keep[i].start };
-		at = keep[i].end;
+		if (keep[i].end > at)
+			at = keep[i].end;
 	}
 	if (at < ARCH_TASK_TOP)
 		r[p->nunmap++] = (struct plan_range){ at, ARCH_TASK_TOP };
+	free(keep);
 }
 
 static void plan_vmas(struct plan *p, struct arena *a, struct restore *rs)
@@ -190,6 +161,7 @@ static void plan_vmas(struct plan *p, struct arena *a, struct restore *rs)
 			.start = v->start, .end = v->end, .pgoff = v->pgoff,
 			.prot = v->prot, .flags = v->flags, .kind = v->kind,
 			.madv = v->madv, .fd = rs->map_fds[i], .data_crc = v->data_crc,
+			.shm_src = shm_source(rs, v),
 			.runs = runs + v->run0, .nruns = v->nruns,
 			.data_off = ps->pages_off + v->data_off, .data_len = v->data_len,
 			.name = take_str(a, ps->vma_names[i]),
@@ -279,6 +251,16 @@ static void plan_pokes(struct plan *p, struct arena *a, struct restore *rs)
 	p->npokes = rs->npokes;
 }
 
+static void plan_shm(struct plan *p, struct arena *a, const struct restore *rs)
+{
+	struct plan_range *r = take(a, sizeof(*r) * (rs->nshm + 1), 8);
+
+	for (uint32_t i = 0; i < rs->nshm; i++)
+		r[i] = (struct plan_range){ rs->shm[i].addr, rs->shm[i].addr + rs->shm[i].size };
+	p->shm = r;
+	p->nshm = rs->nshm;
+}
+
 static void plan_fds(struct plan *p, struct arena *a, struct restore *rs)
 {
 	int32_t *fds = take(a, sizeof(int32_t) * (rs->ps->nvmas + 1), 4);
@@ -310,8 +292,11 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 
 	if (head->magic != CORE_BLOB_MAGIC)
 		return ibcr_fail(e, "internal error: restore core blob is damaged");
-	if (find_hole(rs->ps, size + park, &at, e))
-		return -1;
+	const struct ibcr_process_state *one = rs->ps;
+
+	if (find_free(&one, 1, size + park, &at, e))
+		return ibcr_fail(e, "no free address range of %zu bytes for the restore "
+				 "code", size + park);
 	hole = mmap((void *)(uintptr_t)at, size + park, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	if (hole == MAP_FAILED || (uint64_t)(uintptr_t)hole != at)
@@ -346,7 +331,8 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	plan_process(p, &a, rs);
 	plan_fds(p, &a, rs);
 	plan_pokes(p, &a, rs);
-	plan_unmap(p, &a);
+	plan_shm(p, &a, rs);
+	plan_unmap(p, &a, rs);
 	*sp = (uint64_t)(uintptr_t)take(&a, CORE_STACK, 64) + CORE_STACK;
 	if (mprotect(hole, (blob + pg - 1) & ~(pg - 1), PROT_READ | PROT_EXEC))
 		return ibcr_fail_errno(e, errno, "protecting the restore code");

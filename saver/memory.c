@@ -68,6 +68,19 @@ static uint32_t madv_of(uint32_t vmf)
 		  (unsigned long long)m->start, (unsigned long long)m->end, \
 		  m->path[0] ? m->path : "anonymous", what)
 
+/*
+ * Shared memory is one object however many processes map it: the
+ * device and inode maps shows for it name it (for a SysV segment the
+ * inode is its id), so that a restore shares it again.
+ */
+static void shm_identity(const struct maps_entry *m, struct ibcr_vma *v)
+{
+	v->file_dev = ((uint64_t)m->dev_major << 32) | m->dev_minor;
+	v->file_ino = m->ino;
+	if (!strncmp(m->path, "/SYSV", 5))
+		v->flags |= IBCR_VMAF_SYSV;
+}
+
 static int classify_file(struct target *t, const struct maps_entry *m,
 			 struct ibcr_vma *v, struct ibcr_err *e)
 {
@@ -78,6 +91,7 @@ static int classify_file(struct target *t, const struct maps_entry *m,
 	if (m->shared && (!strncmp(p, "/dev/zero", 9) || !strncmp(p, "/SYSV", 5) ||
 			  !strncmp(p, "/memfd:", 7))) {
 		v->kind = IBCR_VMA_SHMEM;
+		shm_identity(m, v);
 		return 0;
 	}
 	if (m->shared && deleted)
@@ -153,12 +167,15 @@ static int classify(struct target *t, const struct maps_entry *m,
 	if (!p[0] || !strncmp(p, "[anon:", 6) || !strcmp(p, "[heap]") ||
 	    !strcmp(p, "[stack]")) {
 		v->kind = m->shared ? IBCR_VMA_SHMEM : IBCR_VMA_ANON;
+		if (m->shared)
+			shm_identity(m, v);
 		v->flags |= !strcmp(p, "[heap]") ? IBCR_VMAF_HEAP : 0;
 		v->flags |= !strcmp(p, "[stack]") ? IBCR_VMAF_STACK : 0;
 		return 0;
 	}
 	if (!strncmp(p, "[anon_shmem:", 12)) {
 		v->kind = IBCR_VMA_SHMEM;
+		shm_identity(m, v);
 		return 0;
 	}
 	if (p[0] == '/')
@@ -333,12 +350,39 @@ static int open_object(struct target *t, const struct ibcr_vma *v)
 	return open(path, O_RDONLY | O_CLOEXEC);	/* -1: read the whole range */
 }
 
+/*
+ * The parts of shared objects saved so far, in this image: a region of an
+ * object whose range is saved already saves nothing (IBCR_VMAF_SHMREF).
+ * A static list: one saver run writes one image.
+ */
+static struct saved_shm {
+	uint64_t dev, ino, from, to;	/* object and byte range in it */
+} *saved_shm;
+static size_t nsaved_shm;
+
+static int shm_saved_already(const struct ibcr_vma *v)
+{
+	uint64_t from = v->pgoff, to = v->pgoff + (v->end - v->start);
+
+	for (size_t i = 0; i < nsaved_shm; i++)
+		if (saved_shm[i].dev == v->file_dev && saved_shm[i].ino == v->file_ino &&
+		    saved_shm[i].from <= from && saved_shm[i].to >= to)
+			return 1;
+	saved_shm = xrealloc(saved_shm, sizeof(*saved_shm) * (nsaved_shm + 1));
+	saved_shm[nsaved_shm++] = (struct saved_shm){ v->file_dev, v->file_ino, from, to };
+	return 0;
+}
+
 static int dump_region(struct dump *d, struct ibcr_err *e)
 {
 	uint64_t pg = (uint64_t)getpagesize();
 	enum pick how = pick_of(d->v);
 	int rc = 0;
 
+	if (d->v->kind == IBCR_VMA_SHMEM && shm_saved_already(d->v)) {
+		d->v->flags |= IBCR_VMAF_SHMREF;
+		how = PICK_NONE;
+	}
 	d->v->run0 = d->t->ps.nruns;
 	d->v->data_off = d->sink.pos;
 	d->crc = 0;

@@ -189,7 +189,13 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 
 	if ((v->flags & IBCR_VMAF_SHARED) && v->fd >= 0)
 		prot = (int)v->prot;	/* its file may be open read-only */
-	rc = sys_mmap(v->start, len, prot, flags, v->fd, v->pgoff);
+	if (v->shm_src) {
+		/* the same pages as the loader's object: old size 0 maps them again */
+		prot = PROT_READ | PROT_WRITE;
+		rc = sys_mremap(v->shm_src, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, v->start);
+	} else {
+		rc = sys_mmap(v->start, len, prot, flags, v->fd, v->pgoff);
+	}
 	if (rc != (long)v->start)
 		core_die(p, "mapping region %#lx-%#lx (%s): error %ld",
 			 (unsigned long)v->start, (unsigned long)v->end, v->name, -rc);
@@ -198,7 +204,9 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 	apart = (prot & PROT_WRITE) && could_merge(prev, v);
 	if (apart)
 		set_dontdump(p, v, !(v->madv & IBCR_MADV_DONTDUMP));
-	if (v->data_len && (p->flags & PLAN_FILL_BY_LOADER)) {
+	if (v->shm_src) {
+		crc = v->data_crc;	/* filled, and checked, by the loader */
+	} else if (v->data_len && (p->flags & PLAN_FILL_BY_LOADER)) {
 		ask_loader(p, v, prot & PROT_WRITE);
 		crc = v->data_crc;	/* checked by the loader */
 	} else if (v->data_len) {
@@ -240,6 +248,7 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 void core_map_regions(struct plan *p)
 {
 	const struct plan_vma *prev = 0;
+	long rc;
 
 	for (uint64_t i = 0; i < p->nvmas; i++) {
 		const struct plan_vma *v = &p->vmas[i];
@@ -250,5 +259,11 @@ void core_map_regions(struct plan *p)
 		}
 		map_one(p, prev, v);
 		prev = v;
+	}
+	for (uint64_t i = 0; i < p->nshm; i++) {
+		rc = sys_munmap(p->shm[i].start, p->shm[i].end - p->shm[i].start);
+		if (rc)
+			core_die(p, "unmapping the loader's shared object at %#lx: error %ld",
+				 (unsigned long)p->shm[i].start, -rc);
 	}
 }

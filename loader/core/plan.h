@@ -36,6 +36,8 @@ struct plan_vma {
 	uint64_t start, end, pgoff;
 	uint32_t prot, flags, kind, madv;
 	int32_t fd;		/* backing file opened by the loader, or -1 */
+	uint32_t pad;
+	uint64_t shm_src;	/* shared object's pages in the loader's mapping, or 0 */
 	uint32_t data_crc;
 	const struct ibcr_run *runs;
 	uint64_t nruns;
@@ -93,6 +95,8 @@ struct plan {
 	const struct plan_range *unmap;
 	uint64_t nspecial;
 	struct plan_special *special;
+	uint64_t nshm;		/* shared objects inherited from the loader: */
+	const struct plan_range *shm;	/* unmapped once the regions are in place */
 	uint64_t nvmas;
 	const struct plan_vma *vmas;
 	uint64_t npokes;

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Shared memory between restored processes (MAP_SHARED anonymous memory
+ * that several processes of the image map, e.g. made before a fork) is
+ * one object again: the loader creates it once, before it forks, at an
+ * address free in every saved layout, fills it from the regions that
+ * hold its data, and every process inherits the mapping. Each process's
+ * core then maps its regions of the object with mremap(old size 0),
+ * which maps the same pages again, and drops the inherited mapping.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "crc32c.h"
+#include "loader.h"
+
+static int is_shared_obj(const struct ibcr_vma *v)
+{
+	return v->kind == IBCR_VMA_SHMEM && !(v->flags & IBCR_VMAF_SYSV);
+}
+
+static struct shm_obj *find(struct shm_obj *o, uint32_t n, const struct ibcr_vma *v)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (o[i].dev == v->file_dev && o[i].ino == v->file_ino)
+			return &o[i];
+	return NULL;
+}
+
+/* Reads one region's data from an uncompressed image into the object. */
+static int fill_raw(int img_fd, const struct ibcr_process_state *ps, uint32_t i,
+		    uint8_t *obj, const char *path, struct ibcr_err *e)
+{
+	const struct ibcr_vma *v = &ps->vmas[i];
+	uint64_t off = ps->pages_off + v->data_off, pg = (uint64_t)getpagesize();
+	uint32_t crc = 0;
+
+	for (uint64_t r = v->run0; r < v->run0 + v->nruns; r++) {
+		uint8_t *to = obj + v->pgoff + (ps->runs[r].addr - v->start);
+		uint64_t len = ps->runs[r].npages * pg;
+
+		if (pread(img_fd, to, len, (off_t)off) != (ssize_t)len)
+			return ibcr_fail_errno(e, errno, "image %s: reading shared region "
+					       "%#llx-%#llx", path,
+					       (unsigned long long)v->start,
+					       (unsigned long long)v->end);
+		crc = crc32c(crc, to, len);
+		off += len;
+	}
+	if (crc != v->data_crc)
+		return ibcr_fail(e, "image %s: shared region %#llx-%#llx (%s): page data "
+				 "is corrupt (CRC mismatch)", path,
+				 (unsigned long long)v->start, (unsigned long long)v->end,
+				 ps->vma_names[i]);
+	return 0;
+}
+
+static int fill(struct job *j, uint32_t k, uint32_t i, const struct shm_obj *o,
+		struct ibcr_err *e)
+{
+	const struct ibcr_process_state *ps = &j[k].ps;
+	struct pages pg;
+	int rc;
+
+	if (!ps->nblocks)
+		return fill_raw(j[k].rs.r->fd, ps, i, (uint8_t *)(uintptr_t)o->addr,
+				j[k].rs.r->path, e);
+	/* compressed: the filler writes our own memory, shifted to the object */
+	if (pages_open(&pg, ps, j[k].rs.r->fd, j[k].rs.r->path, getpid(), e))
+		return -1;
+	pg.delta = (int64_t)(o->addr + ps->vmas[i].pgoff) - (int64_t)ps->vmas[i].start;
+	rc = pages_fill(&pg, i, e);
+	pages_close(&pg);
+	return rc;
+}
+
+static void object_sizes(struct job *j, uint32_t n, struct shm_obj **out, uint32_t *cnt)
+{
+	struct shm_obj *o = NULL;
+	uint32_t m = 0;
+
+	for (uint32_t k = 0; k < n; k++)
+		for (uint32_t i = 0; i < j[k].ps.nvmas; i++) {
+			const struct ibcr_vma *v = &j[k].ps.vmas[i];
+			uint64_t end = v->pgoff + (v->end - v->start);
+			struct shm_obj *x;
+
+			if (!is_shared_obj(v))
+				continue;
+			x = find(o, m, v);
+			if (!x) {
+				o = xrealloc(o, sizeof(*o) * (m + 1));
+				x = &o[m++];
+				*x = (struct shm_obj){ v->file_dev, v->file_ino, 0, 0 };
+			}
+			if (end > x->size)
+				x->size = end;
+		}
+	*out = o;
+	*cnt = m;
+}
+
+int shm_prepare(struct job *j, uint32_t n, struct ibcr_err *e)
+{
+	const struct ibcr_process_state **all = xmalloc(sizeof(*all) * (n + 1));
+	struct shm_obj *o;
+	uint32_t m;
+	int rc = 0;
+
+	object_sizes(j, n, &o, &m);
+	for (uint32_t k = 0; k < n; k++)
+		all[k] = &j[k].ps;
+	for (uint32_t x = 0; x < m && !rc; x++) {
+		void *p;
+
+		if (find_free(all, n, o[x].size, &o[x].addr, e))
+			rc = -1;
+		else if ((p = mmap((void *)(uintptr_t)o[x].addr, o[x].size, PROT_READ | PROT_WRITE,
+				   MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0)) ==
+			 MAP_FAILED)
+			rc = ibcr_fail_errno(e, errno, "creating a shared memory object of "
+					     "%llu bytes", (unsigned long long)o[x].size);
+	}
+	for (uint32_t k = 0; k < n && !rc; k++)
+		for (uint32_t i = 0; i < j[k].ps.nvmas && !rc; i++)
+			if (is_shared_obj(&j[k].ps.vmas[i]) && j[k].ps.vmas[i].data_len)
+				rc = fill(j, k, i, find(o, m, &j[k].ps.vmas[i]), e);
+	for (uint32_t k = 0; k < n; k++) {
+		j[k].rs.shm = o;
+		j[k].rs.nshm = m;
+	}
+	free(all);
+	return rc;
+}
+
+/* Where region v finds its pages in the object, or 0 when it has none. */
+uint64_t shm_source(const struct restore *rs, const struct ibcr_vma *v)
+{
+	for (uint32_t i = 0; is_shared_obj(v) && i < rs->nshm; i++)
+		if (rs->shm[i].dev == v->file_dev && rs->shm[i].ino == v->file_ino)
+			return rs->shm[i].addr + v->pgoff;
+	return 0;
+}

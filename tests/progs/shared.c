@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Memory shared between processes: a parent maps MAP_SHARED anonymous
+ * memory, fills a part of it with a pattern and forks two workers; each
+ * worker counts in its own slot of the shared page, and the parent can
+ * only see the counts move if the memory is really shared. The parent
+ * prints "tick N pid P counts A B" and fails when a count stands still for
+ * 20 ticks (its worker is not sharing any more) or the pattern changed.
+ *
+ *   shared [TICKS [MS]]
+ */
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SIZE (4u << 20)
+#define STALL 20
+
+struct shared {
+	atomic_ulong count[2];
+	atomic_int stop;
+	uint64_t pattern[];	/* the rest: mix(i) */
+};
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 31;
+	x *= 0x9e3779b97f4a7c15ull;
+	return x ^ (x >> 29);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static int worker(struct shared *s, int k)
+{
+	while (!atomic_load(&s->stop)) {
+		atomic_fetch_add(&s->count[k], 1);
+		sleep_ms(5);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	long ticks = argc > 1 ? atol(argv[1]) : 40, ms = argc > 2 ? atol(argv[2]) : 100;
+	struct shared *s = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+				-1, 0);
+	size_t words = (SIZE - sizeof(*s)) / 8;
+	unsigned long last[2] = { 0, 0 };
+	int still[2] = { 0, 0 }, st;
+	pid_t w[2];
+
+	if (s == MAP_FAILED)
+		return 2;
+	for (size_t i = 0; i < words; i++)
+		s->pattern[i] = mix(i);
+	for (int k = 0; k < 2; k++)
+		if ((w[k] = fork()) == 0)
+			return worker(s, k);
+	for (long n = 0; n < ticks; n++) {
+		for (int k = 0; k < 2; k++) {
+			unsigned long c = atomic_load(&s->count[k]);
+
+			still[k] = c == last[k] ? still[k] + 1 : 0;
+			last[k] = c;
+			if (still[k] >= STALL) {
+				printf("FAIL worker %d's count stood still at %lu: not shared\n", k, c);
+				return 1;
+			}
+		}
+		for (size_t i = 0; i < words; i += 97)
+			if (s->pattern[i] != mix(i)) {
+				printf("FAIL shared pattern word %zu changed\n", i);
+				return 1;
+			}
+		printf("tick %ld pid %d counts %lu %lu\n", n, (int)getpid(), last[0], last[1]);
+		fflush(stdout);
+		sleep_ms(ms);
+	}
+	atomic_store(&s->stop, 1);
+	for (int k = 0; k < 2; k++)
+		if (waitpid(w[k], &st, 0) != w[k] || !WIFEXITED(st) || WEXITSTATUS(st)) {
+			printf("FAIL worker %d status %#x\n", k, st);
+			return 1;
+		}
+	printf("DONE pid %d\n", (int)getpid());
+	return 0;
+}
