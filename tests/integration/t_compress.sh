@@ -5,6 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 for c in --compress --compress=zlib --compress=zstd:5; do
+	rm -f "$T/prog.out"	# each round waits for its own program's ticks
 	start "$T/prog.out" "$PROGS/heap" 40 50
 	pid=$PID
 	wait_line "$T/prog.out" '^tick 3 '
@@ -24,6 +25,7 @@ for c in --compress --compress=zlib --compress=zstd:5; do
 done
 
 # one flipped byte inside a compressed block
+rm -f "$T/prog.out"
 start "$T/prog.out" "$PROGS/heap" 1000 50
 pid=$PID
 wait_line "$T/prog.out" '^tick 2 '
