@@ -43,6 +43,7 @@ enum ibcr_sec_type {
 	IBCR_SEC_VMAS = 6,	/* struct ibcr_vmas_hdr + vmas + runs + strings */
 	IBCR_SEC_OPAQUE = 7,	/* owned by a named stage (e.g. "verbs") */
 	IBCR_SEC_FILEOBJS = 8,	/* image-wide: open file descriptions */
+	IBCR_SEC_SYSVSHM = 9,	/* image-wide: SysV shared memory segments */
 	IBCR_SEC_END = 0x7fff,	/* last section: marks a complete image */
 };
 
@@ -209,6 +210,25 @@ enum ibcr_fd_kind {
 	IBCR_FD_STAGE = 5,	/* owned by a stage (verbs): its section says how */
 	IBCR_FD_PIPE = 6,	/* one end of a pipe: aux[0] pipe inode, aux[1] size */
 	IBCR_FD_FIFO = 7,	/* one end of a named pipe: the same, and a path */
+	IBCR_FD_EVENTFD = 8,	/* aux[0] count, aux[1] 1 = EFD_SEMAPHORE */
+	IBCR_FD_TIMERFD = 9,	/* aux[0] clock id | settime flags << 32, aux[1] */
+				/* unread expirations, aux[2] interval ns, aux[3] */
+				/* ns left (TFD_TIMER_ABSTIME: the deadline on */
+				/* that clock); 0 = disarmed */
+	IBCR_FD_SIGNALFD = 10,	/* aux[0] mask: bit n-1 = signal n */
+	IBCR_FD_EPOLL = 11,	/* aux[0] pid whose fd numbers the interest list */
+				/* uses, aux[1] entries; data: per entry 3 u64: */
+				/* target fd, events, data word */
+	IBCR_FD_INOTIFY = 12,	/* aux[0] watches; data: per watch u32 wd, u32 */
+				/* mask, u32 path bytes (with NUL), u32 0, the */
+				/* path, zero-padded to 8; sorted by wd */
+	IBCR_FD_DELETED = 13,	/* regular file deleted while open: path without */
+				/* " (deleted)", data = its contents, at pos */
+	IBCR_FD_MEMFD = 14,	/* memfd: path = its name, data = its contents, */
+				/* aux[0] seals (F_GET_SEALS) */
+	IBCR_FD_TTY = 15,	/* terminal used above fd 2: rebound to the */
+				/* restarting loader's controlling terminal; */
+				/* on fds 0-2 like IBCR_FD_STDIO */
 };
 
 struct ibcr_fobj {
@@ -228,6 +248,22 @@ struct ibcr_fileobjs_hdr {
 	uint32_t strtab_size;
 	uint64_t data_size;
 	/* struct ibcr_fobj[nobjs], the string table, the data area */
+};
+
+/*
+ * SYSVSHM section: image-wide, an array of these. The segments mapped by
+ * the image's processes; their contents are the page data of the first
+ * region that maps each (SHMEM regions with IBCR_VMAF_SYSV, file_ino = id).
+ */
+#define IBCR_SHM_DEST 0x1	/* marked for removal (IPC_RMID) while attached */
+
+struct ibcr_sysv_shm {
+	int32_t id;
+	int32_t key;
+	uint32_t mode;		/* permission bits */
+	uint32_t flags;		/* IBCR_SHM_* */
+	uint32_t uid, gid, cuid, cgid;
+	uint64_t size;
 };
 
 /* FILES section, one per process: its descriptors, sorted by number. */

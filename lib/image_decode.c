@@ -169,6 +169,26 @@ int imgr_load_files(struct img_reader *r, struct ibcr_files *f, struct ibcr_err 
 	return 0;
 }
 
+int imgr_load_sysv(struct img_reader *r, struct ibcr_sysv *s, struct ibcr_err *e)
+{
+	memset(s, 0, sizeof(*s));
+	for (uint32_t i = 0; i < r->nsecs; i++) {
+		uint64_t size = r->secs[i].h.size;
+		uint8_t *p;
+
+		if (r->secs[i].h.type != IBCR_SEC_SYSVSHM)
+			continue;
+		if (s->shm || size % sizeof(struct ibcr_sysv_shm) ||
+		    size > 65536 * sizeof(struct ibcr_sysv_shm))
+			return ibcr_fail(e, "image %s: SYSVSHM section is malformed", r->path);
+		if (imgr_payload(r, i, &p, e))
+			return -1;
+		s->nshm = (uint32_t)(size / sizeof(struct ibcr_sysv_shm));
+		s->shm = (struct ibcr_sysv_shm *)p;
+	}
+	return 0;
+}
+
 void ibcr_files_free(struct ibcr_files *f)
 {
 	for (uint32_t i = 0; i < f->nobjs; i++) {

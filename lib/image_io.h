@@ -75,6 +75,8 @@ int imgr_load_process(struct img_reader *r, uint32_t proc,
 		      struct ibcr_process_state *ps, struct ibcr_err *e);
 /* Decodes the image-wide file table (an image without one has none). */
 int imgr_load_files(struct img_reader *r, struct ibcr_files *f, struct ibcr_err *e);
+/* Decodes the image's SysV segments (none if it has no such section). */
+int imgr_load_sysv(struct img_reader *r, struct ibcr_sysv *s, struct ibcr_err *e);
 /* Every descriptor of ps names an object of f. */
 int ibcr_check_fds(const struct ibcr_process_state *ps, const struct ibcr_files *f,
 		   struct ibcr_err *e);

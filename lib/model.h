@@ -60,6 +60,12 @@ struct ibcr_files {
 	uint8_t **data;		/* each object's data_len bytes, or NULL */
 };
 
+/* The image's SysV shared memory segments (SYSVSHM section). */
+struct ibcr_sysv {
+	uint32_t nshm;
+	struct ibcr_sysv_shm *shm;
+};
+
 void ibcr_process_free(struct ibcr_process_state *ps);
 void ibcr_files_free(struct ibcr_files *f);
 

@@ -22,6 +22,7 @@ struct poke {
 struct shm_obj {
 	uint64_t dev, ino;	/* its identity in the image */
 	uint64_t addr, size;	/* where it is mapped in the loader */
+	const struct ibcr_sysv_shm *sysv;	/* a SysV segment: its record */
 };
 
 /* One restore of one process, as the loader's musl part prepares it. */
@@ -99,7 +100,8 @@ struct job {
 };
 
 /* shm.c: shared memory objects, made once and handed down by fork */
-int shm_prepare(struct job *j, uint32_t n, struct ibcr_err *e);
+int shm_prepare(struct job *j, uint32_t n, const struct ibcr_sysv *sv, struct ibcr_err *e);
+void shm_remove_dead(const struct ibcr_sysv *sv);
 uint64_t shm_source(const struct restore *rs, const struct ibcr_vma *v);
 
 /* hole.c: a range free now and in the saved layouts of processes ps */

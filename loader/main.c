@@ -273,6 +273,7 @@ int main(int argc, char **argv)
 	struct img_reader r;
 	struct ibcr_err e = { "" };
 	struct ibcr_files files;
+	struct ibcr_sysv sysv;
 	struct job *j;
 	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL;
 
@@ -313,7 +314,7 @@ int main(int argc, char **argv)
 		j[i].rs.fd_base = base;
 	}
 	tree_link(j, r.hdr.nprocs);
-	if (shm_prepare(j, r.hdr.nprocs, &e)) {
+	if (imgr_load_sysv(&r, &sysv, &e) || shm_prepare(j, r.hdr.nprocs, &sysv, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
@@ -321,6 +322,7 @@ int main(int argc, char **argv)
 		kill_all(j, r.hdr.nprocs);
 		return 1;
 	}
+	shm_remove_dead(&sysv);
 	/* the processes have them: a pipe's end held here would hide its EOF */
 	for (uint32_t i = 0; i < files.nobjs; i++)
 		if (obj_fds[i] >= 0)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Shared memory between restored processes (MAP_SHARED anonymous memory
- * that several processes of the image map, e.g. made before a fork) is
- * one object again: the loader creates it once, before it forks, at an
+ * that several processes of the image map, e.g. made before a fork, and
+ * SysV segments, with their ids) is one object again: the loader creates it once, before it forks, at an
  * address free in every saved layout, fills it from the regions that
  * hold its data, and every process inherits the mapping. Each process's
  * core then maps its regions of the object with mremap(old size 0),
@@ -11,7 +11,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -20,7 +23,77 @@
 
 static int is_shared_obj(const struct ibcr_vma *v)
 {
-	return v->kind == IBCR_VMA_SHMEM && !(v->flags & IBCR_VMAF_SYSV);
+	return v->kind == IBCR_VMA_SHMEM;
+}
+
+static const struct ibcr_sysv_shm *sysv_rec(const struct ibcr_sysv *sv, uint64_t id)
+{
+	for (uint32_t i = 0; i < sv->nshm; i++)
+		if ((uint64_t)sv->shm[i].id == id)
+			return &sv->shm[i];
+	return NULL;
+}
+
+/*
+ * A SysV segment with its saved id (shm_next_id, which needs privilege
+ * in the IPC namespace), key, owner and mode, attached at `addr`.
+ */
+/*
+ * The segment is still there (the checkpointed processes were killed,
+ * SysV memory outlives them): it is the same object, unused; it gets its
+ * saved contents again.
+ */
+static int sysv_reuse(const struct ibcr_sysv_shm *s, const struct shmid_ds *ds,
+		      struct ibcr_err *e)
+{
+	if (ds->shm_perm.__key != s->key || ds->shm_segsz != s->size)
+		return ibcr_fail(e, "SysV segment %d exists already, with another key or "
+				 "size", s->id);
+	if (ds->shm_nattch)
+		return ibcr_fail(e, "SysV segment %d exists already and %lu processes "
+				 "use it", s->id, (unsigned long)ds->shm_nattch);
+	return 0;
+}
+
+static int sysv_create(const struct ibcr_sysv_shm *s, uint64_t addr, struct ibcr_err *e)
+{
+	struct shmid_ds ds;
+	char id[16];
+	int fd, got;
+	size_t len = (size_t)snprintf(id, sizeof(id), "%d", s->id);
+
+	if (shmctl(s->id, IPC_STAT, &ds) == 0) {
+		if (sysv_reuse(s, &ds, e))
+			return -1;
+		got = s->id;
+		goto attach;
+	}
+	fd = open("/proc/sys/kernel/shm_next_id", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, id, len) != (ssize_t)len) {
+		if (fd >= 0)
+			close(fd);
+		return ibcr_fail_errno(e, errno, "SysV segment %d: choosing its id "
+				       "(kernel.shm_next_id)", s->id);
+	}
+	close(fd);
+	got = shmget(s->key, s->size, IPC_CREAT | IPC_EXCL | (int)s->mode);
+	if (got < 0)
+		return ibcr_fail_errno(e, errno, "SysV segment %d (key %#x)", s->id, s->key);
+	if (got != s->id) {
+		shmctl(got, IPC_RMID, NULL);
+		return ibcr_fail(e, "SysV segment %d came back as %d", s->id, got);
+	}
+attach:
+	if (shmat(got, (void *)(uintptr_t)addr, 0) != (void *)(uintptr_t)addr)
+		return ibcr_fail_errno(e, errno, "SysV segment %d: attaching it", s->id);
+	if (shmctl(got, IPC_STAT, &ds) == 0) {
+		ds.shm_perm.uid = s->uid;
+		ds.shm_perm.gid = s->gid;
+		ds.shm_perm.mode = s->mode;
+		if (shmctl(got, IPC_SET, &ds))
+			return ibcr_fail_errno(e, errno, "SysV segment %d: its owner", s->id);
+	}
+	return 0;
 }
 
 static struct shm_obj *find(struct shm_obj *o, uint32_t n, const struct ibcr_vma *v)
@@ -78,7 +151,8 @@ static int fill(struct job *j, uint32_t k, uint32_t i, const struct shm_obj *o,
 	return rc;
 }
 
-static void object_sizes(struct job *j, uint32_t n, struct shm_obj **out, uint32_t *cnt)
+static void object_sizes(struct job *j, uint32_t n, const struct ibcr_sysv *sv,
+			 struct shm_obj **out, uint32_t *cnt)
 {
 	struct shm_obj *o = NULL;
 	uint32_t m = 0;
@@ -95,23 +169,31 @@ static void object_sizes(struct job *j, uint32_t n, struct shm_obj **out, uint32
 			if (!x) {
 				o = xrealloc(o, sizeof(*o) * (m + 1));
 				x = &o[m++];
-				*x = (struct shm_obj){ v->file_dev, v->file_ino, 0, 0 };
+				*x = (struct shm_obj){ v->file_dev, v->file_ino, 0, 0, NULL };
 			}
 			if (end > x->size)
 				x->size = end;
+			if (v->flags & IBCR_VMAF_SYSV) {
+				const struct ibcr_sysv_shm *r = sysv_rec(sv, v->file_ino);
+				uint64_t pg = (uint64_t)getpagesize();
+
+				x->sysv = r;
+				if (r && (r->size + pg - 1) / pg * pg > x->size)
+					x->size = (r->size + pg - 1) / pg * pg;
+			}
 		}
 	*out = o;
 	*cnt = m;
 }
 
-int shm_prepare(struct job *j, uint32_t n, struct ibcr_err *e)
+int shm_prepare(struct job *j, uint32_t n, const struct ibcr_sysv *sv, struct ibcr_err *e)
 {
 	const struct ibcr_process_state **all = xmalloc(sizeof(*all) * (n + 1));
 	struct shm_obj *o;
 	uint32_t m;
 	int rc = 0;
 
-	object_sizes(j, n, &o, &m);
+	object_sizes(j, n, sv, &o, &m);
 	for (uint32_t k = 0; k < n; k++)
 		all[k] = &j[k].ps;
 	for (uint32_t x = 0; x < m && !rc; x++) {
@@ -119,6 +201,8 @@ int shm_prepare(struct job *j, uint32_t n, struct ibcr_err *e)
 
 		if (find_free(all, n, o[x].size, &o[x].addr, e))
 			rc = -1;
+		else if (o[x].sysv)
+			rc = sysv_create(o[x].sysv, o[x].addr, e);
 		else if ((p = mmap((void *)(uintptr_t)o[x].addr, o[x].size, PROT_READ | PROT_WRITE,
 				   MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0)) ==
 			 MAP_FAILED)
@@ -135,6 +219,14 @@ int shm_prepare(struct job *j, uint32_t n, struct ibcr_err *e)
 	}
 	free(all);
 	return rc;
+}
+
+/* Segments removed while attached are removed again, now all are attached. */
+void shm_remove_dead(const struct ibcr_sysv *sv)
+{
+	for (uint32_t i = 0; i < sv->nshm; i++)
+		if (sv->shm[i].flags & IBCR_SHM_DEST)
+			shmctl(sv->shm[i].id, IPC_RMID, NULL);
 }
 
 /* Where region v finds its pages in the object, or 0 when it has none. */

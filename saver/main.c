@@ -108,8 +108,8 @@ static int parse_compress(const char *arg, struct codec_opt *c)
 }
 
 static int write_image(const char *out, struct target *t, uint32_t n,
-		       const struct fobjs *objs, const struct codec_opt *c,
-		       struct ibcr_err *e)
+		       const struct fobjs *objs, const struct ibcr_sysv *sysv,
+		       const struct codec_opt *c, struct ibcr_err *e)
 {
 	struct img_writer w;
 	struct buf b = { 0 };
@@ -118,6 +118,9 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 		return -1;
 	enc_fileobjs(&b, &objs->f);
 	if (imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p, b.len, e))
+		goto fail;
+	if (sysv->nshm && imgw_section(&w, IBCR_SEC_SYSVSHM, IBCR_PROC_NONE, NULL, sysv->shm,
+				       sizeof(*sysv->shm) * sysv->nshm, e))
 		goto fail;
 	for (uint32_t i = 0; i < n; i++) {
 		b.len = 0;
@@ -220,6 +223,7 @@ int main(int argc, char **argv)
 	struct stats s = { .start = now_ms() };
 	struct codec_opt comp = { IBCR_CODEC_RAW, 0 };
 	struct fobjs objs = { 0 };
+	struct ibcr_sysv sysv = { 0 };
 	uint32_t n;
 
 	while ((c = getopt_long(argc, argv, "o:ksth", opts, NULL)) != -1) {
@@ -269,6 +273,8 @@ int main(int argc, char **argv)
 		rc = t[i].zombie ? 0 : capture(&t[i], &objs, &e);
 	if (!rc)
 		rc = files_finish(t, n, &objs, &e);
+	if (!rc)
+		rc = sysv_capture(t, n, &sysv, &e);
 	s.captured = now_ms();
 	if (!rc && how == RELEASE_RUN && snapshots) {
 		rc = snapshot_all(t, n, &e);
@@ -279,7 +285,7 @@ int main(int argc, char **argv)
 	}
 	s.released = now_ms();
 	if (!rc)
-		rc = write_image(out, t, n, &objs, &comp, &e);
+		rc = write_image(out, t, n, &objs, &sysv, &comp, &e);
 	s.written = now_ms();
 	for (uint32_t i = 0; i < n; i++)
 		snapshot_destroy(&t[i]);

@@ -70,6 +70,10 @@ int verbs_owns_fd(const struct target *t, int fd);
 int verbs_write_section(struct target *t, uint32_t proc, struct img_writer *w,
 			struct ibcr_err *e);
 
+/* sysv.c: the SysV segments the processes have attached */
+int sysv_capture(const struct target *t, uint32_t n, struct ibcr_sysv *out,
+		 struct ibcr_err *e);
+
 /* snapshot.c: a copy-on-write copy to write the image from */
 int snapshot_create(struct target *t, struct ibcr_err *e);
 void snapshot_destroy(struct target *t);

@@ -17,9 +17,16 @@ TEST_NAME=$(basename "$0" .sh)
 STARTED=()
 
 # Everything a test started dies with it, whatever happens.
+# kill_tree PID: PID and every descendant (children first found, then killed).
+kill_tree() {
+	local c
+	for c in $(children_of "$1"); do kill_tree "$c"; done
+	kill -9 "$1" 2>/dev/null || true
+}
+
 cleanup() {
 	local p
-	for p in "${STARTED[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	for p in "${STARTED[@]}"; do kill_tree "$p"; done
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
