@@ -4,7 +4,10 @@
  * opened every file object already (objects.c) above every saved number;
  * each saved fd gets its object at its number with its close-on-exec
  * flag, std streams saved as a terminal, pipe or socket leading outside
- * stay bound to the loader's own, and everything else inherited closes.
+ * stay bound to the loader's own, a terminal above fd 2 becomes the
+ * loader's controlling terminal, epolls get their entries back (by this
+ * process's fd numbers, so only now), and everything else inherited
+ * closes.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +19,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fdkinds.h"
 #include "loader.h"
 
 static int move_high(int *fd, int base, const char *what, struct ibcr_err *e)
@@ -109,6 +113,8 @@ static int place(struct restore *rs, const struct ibcr_fd *f, struct ibcr_err *e
 
 	if (o->kind == IBCR_FD_STAGE)
 		return 0;	/* verbs_standins puts something there */
+	if (o->kind == IBCR_FD_TTY)
+		return tty_place(rs, f, e);
 	if (o->kind == IBCR_FD_STDIO) {
 		if (fcntl(f->fd, F_GETFD) < 0)
 			return ibcr_fail(e, "fd %d was a terminal, pipe or socket and is "
@@ -134,7 +140,7 @@ int setup_files(struct restore *rs, struct ibcr_err *e)
 	for (uint32_t i = 0; i < ps->nfds; i++)
 		if (place(rs, &ps->fds[i], e))
 			return -1;
-	if (verbs_standins(rs, e))
+	if (verbs_standins(rs, e) || epoll_fill(rs, e))
 		return -1;
 	close_strays(rs);
 	if (chdir(ps->cwd))

@@ -5,7 +5,9 @@
  * places those it had at its saved numbers and closes the rest. So a
  * description shared by dup() or fork() is shared again (one offset, one
  * set of flags), and both ends of a pipe exist before either process
- * runs, with the unread bytes already in it.
+ * runs, with the unread bytes already in it. Kinds with more state
+ * (eventfd, timerfd, signalfd, epoll, inotify, deleted files, memfds,
+ * terminals above fd 2) are made by fdkinds.c, fdinotify.c, fdfiles.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,9 +18,8 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fdkinds.h"
 #include "loader.h"
-
-#define STATUS_FLAGS (O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_ASYNC | O_DSYNC | O_SYNC)
 
 static int reopen(const struct ibcr_fobj *o, const char *path, struct ibcr_err *e)
 {
@@ -123,8 +124,12 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		case IBCR_FD_PIPE:
 			fd = pipe_end(f, i, fds, e);
 			break;
+		case IBCR_FD_STDIO:
+		case IBCR_FD_STAGE:
+			continue;	/* per process */
 		default:
-			continue;	/* STDIO, STAGE: per process */
+			fd = fdk_open(f, i, e);	/* the kinds of fdkinds.h */
+			break;
 		}
 		if (fd < 0) {
 			rc = -1;

@@ -9,7 +9,10 @@
  * offset with their flags), the stateless character devices, pipes whose
  * two ends are both in the image (with the bytes in them), named pipes,
  * and whatever sits on fds 0-2 when it is a terminal, a pipe or socket
- * leading outside the image (rebound to the restarting loader's own).
+ * leading outside the image (rebound to the restarting loader's own);
+ * terminals above fd 2 (rebound to the loader's controlling terminal);
+ * eventfd, timerfd, signalfd, epoll, inotify, deleted files and memfds
+ * with their state (fdkinds.h).
  * Anything else fails the checkpoint, naming the fd, its kind and the pid.
  */
 #include <dirent.h>
@@ -23,6 +26,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fdkinds.h"
 #include "procfs.h"
 #include "saver.h"
 
@@ -72,15 +76,19 @@ static int read_fdinfo(pid_t pid, int fd, struct ibcr_fobj *o, uint32_t *cloexec
 	return 0;
 }
 
-/* The kind of a new object; pipes are settled later (files_finish). */
-static int classify(pid_t pid, int fd, const char *link, const struct stat *st,
+/*
+ * The kind of a new object (a deleted file's link loses its " (deleted)");
+ * pipes and terminals are settled later (files_finish).
+ */
+static int classify(pid_t pid, int fd, char *link, const struct stat *st,
 		    struct ibcr_fobj *o, struct ibcr_err *e)
 {
-	size_t n = strlen(link);
+	int k = deleted_classify(pid, fd, link, st, o, e);
 
-	if (S_ISREG(st->st_mode) && n > 10 && !strcmp(link + n - 10, " (deleted)"))
-		return ibcr_fail(e, "pid %d fd %d: file %s was deleted while open: "
-				 "not supported yet", (int)pid, fd, link);
+	if (k)
+		return k < 0 ? -1 : 0;
+	if (anon_classify(link, o))
+		return 0;
 	if (S_ISREG(st->st_mode) && link[0] == '/')
 		o->kind = IBCR_FD_REG;
 	else if (S_ISDIR(st->st_mode) && link[0] == '/')
@@ -93,6 +101,8 @@ static int classify(pid_t pid, int fd, const char *link, const struct stat *st,
 		o->kind = IBCR_FD_FIFO;
 	else if (fd <= 2 && (S_ISCHR(st->st_mode) || S_ISSOCK(st->st_mode)))
 		o->kind = IBCR_FD_STDIO;
+	else if (is_terminal(st))
+		o->kind = IBCR_FD_TTY;
 	else
 		return ibcr_fail(e, "pid %d fd %d: %s (%s) is not supported yet",
 				 (int)pid, fd, kind_name(st->st_mode, link), link);
@@ -162,6 +172,21 @@ static uint32_t add_object(struct fobjs *o, pid_t pid, int fd, const char *link)
 	return i;
 }
 
+/* What the object holds beyond path, offset and flags. */
+static int capture_state(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_err *e)
+{
+	struct ibcr_fobj *ob = &o->f.objs[i];
+
+	switch (ob->kind) {
+	case IBCR_FD_DELETED:
+	case IBCR_FD_MEMFD:
+		return deleted_capture(pid, fd, o->f.paths[i], ob, &o->f.data[i], e);
+	case IBCR_FD_INOTIFY:
+		return inotify_capture(pid, fd, ob, &o->f.data[i], e);
+	}
+	return anon_capture(pid, fd, ob, e);
+}
+
 static int capture_fd(struct target *t, struct fobjs *o, int fd, struct ibcr_fd *r,
 		      struct ibcr_err *e)
 {
@@ -185,7 +210,6 @@ static int capture_fd(struct target *t, struct fobjs *o, int fd, struct ibcr_fd 
 		r->obj = (uint32_t)shared;
 		return 0;
 	}
-	r->obj = add_object(o, t->pid, fd, link);
 	probe.ino = st.st_ino;
 	probe.dev = st.st_dev;
 	probe.size = (uint64_t)st.st_size;
@@ -196,8 +220,9 @@ static int capture_fd(struct target *t, struct fobjs *o, int fd, struct ibcr_fd 
 		probe.kind = IBCR_FD_STAGE;	/* the verbs stage stands in */
 	else if (classify(t->pid, fd, link, &st, &probe, e))
 		return -1;
+	r->obj = add_object(o, t->pid, fd, link);
 	o->f.objs[r->obj] = probe;
-	return 0;
+	return capture_state(t->pid, fd, o, r->obj, e);
 }
 
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e)
@@ -296,9 +321,38 @@ static int high_user(const struct target *t, uint32_t n, uint32_t i, pid_t *pid,
 }
 
 /*
- * Pipes, once every process is known: with both ends in the image a pipe
+ * A terminal or socket seen first on fds 0-2 (a std stream to rebind)
+ * that is also used above fd 2: a terminal is rebound there to the
+ * loader's controlling terminal; a socket leading outside cannot be.
+ */
+static int settle_stdio(const struct target *t, uint32_t n, struct fobjs *o, uint32_t i,
+			struct ibcr_err *e)
+{
+	struct ibcr_fobj *ob = &o->f.objs[i];
+	char path[64];
+	struct stat st;
+	pid_t pid;
+	int fd;
+
+	if (ob->kind != IBCR_FD_STDIO || !high_user(t, n, i, &pid, &fd))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)o->rep_pid[i], o->rep_fd[i]);
+	if (stat(path, &st))
+		return ibcr_fail_errno(e, errno, "pid %d fd %d", (int)o->rep_pid[i],
+				       o->rep_fd[i]);
+	if (!is_terminal(&st))
+		return ibcr_fail(e, "pid %d fd %d: %s (%s) leads outside the checkpoint and "
+				 "is used above fd 2: only fds 0-2 are rebound", (int)pid, fd,
+				 kind_name(st.st_mode, o->f.paths[i]), o->f.paths[i]);
+	ob->kind = IBCR_FD_TTY;
+	return 0;
+}
+
+/*
+ * Once every process is known: pipes (with both ends in the image a pipe
  * is restored with its data; one leading outside is a std stream to
- * rebind when only fds 0-2 use it, else it cannot be restored.
+ * rebind when only fds 0-2 use it, else it cannot be restored), std
+ * streams also used above fd 2, epoll interest lists.
  */
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e)
 {
@@ -324,5 +378,8 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 		if (o->f.objs[i].kind == IBCR_FD_FIFO &&
 		    (o->f.objs[i].flags & O_ACCMODE) != O_WRONLY && pipe_data(o, i, e))
 			return -1;
-	return 0;
+	for (uint32_t i = 0; i < o->f.nobjs; i++)
+		if (settle_stdio(t, n, o, i, e))
+			return -1;
+	return epoll_finish(o, e);
 }

@@ -60,6 +60,14 @@ static const char *fd_kind(uint32_t k)
 	case IBCR_FD_STAGE: return "stage";
 	case IBCR_FD_PIPE: return "pipe";
 	case IBCR_FD_FIFO: return "fifo";
+	case IBCR_FD_EVENTFD: return "eventfd";
+	case IBCR_FD_TIMERFD: return "timerfd";
+	case IBCR_FD_SIGNALFD: return "sigfd";
+	case IBCR_FD_EPOLL: return "epoll";
+	case IBCR_FD_INOTIFY: return "inotify";
+	case IBCR_FD_DELETED: return "deleted";
+	case IBCR_FD_MEMFD: return "memfd";
+	case IBCR_FD_TTY: return "tty";
 	}
 	return "?";
 }

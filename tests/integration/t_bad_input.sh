@@ -88,10 +88,10 @@ save_fails full "$T/full" "$victim" "$T/nobody.prog.out" "$T/full/img" "no space
 umount "$T/full"
 
 # --- saver on unsupported descriptors: names pid, fd and kind
-for kind in eventfd socketpair; do
+for kind in pidfd socketpair; do
 	start "$T/$kind.prog.out" "$PROGS/fdholder" $kind
 	wait_line "$T/$kind.prog.out" '^tick 2 '
-	[ $kind = eventfd ] && what=eventfd || what=socket
+	[ $kind = pidfd ] && what=pidfd || what=socket
 	save_fails $kind "$T/$kind" "$PID" "$T/$kind.prog.out" "pid $PID\b" "fd 3\b" "$what"
 	kill -9 "$PID"
 done

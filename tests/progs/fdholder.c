@@ -2,7 +2,8 @@
 /*
  * Holds a descriptor of a kind the saver does not support on fd 3 and
  * ticks, so that the test can check a refused checkpoint leaves it
- * running. KIND is "eventfd" or "socketpair" (its other end on fd 4).
+ * running. KIND is "pidfd" (of itself), "eventfd" (supported since),
+ * or "socketpair" (its other end on fd 4).
  *
  *   fdholder KIND [TICKS [MS]]
  */
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,7 +26,10 @@ int main(int argc, char **argv)
 
 	if (argc < 2)
 		return 2;
-	if (!strcmp(argv[1], "eventfd")) {
+	if (!strcmp(argv[1], "pidfd")) {
+		if (syscall(SYS_pidfd_open, getpid(), 0) != 3)
+			return 2;
+	} else if (!strcmp(argv[1], "eventfd")) {
 		if (eventfd(0, 0) != 3)
 			return 2;
 	} else if (!strcmp(argv[1], "socketpair")) {

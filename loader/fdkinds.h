@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef IBCR_LOADER_FDKINDS_H
+#define IBCR_LOADER_FDKINDS_H
+
+/*
+ * File kinds with state beyond a path and an offset, made again: in the
+ * loader before it forks (fdk_open, like objects.c's), or in a restored
+ * process once its fds are placed (epoll entries, terminals above fd 2).
+ */
+#include <fcntl.h>
+#include <stdint.h>
+
+#include "loader.h"
+
+/* status flags an open file description keeps (F_SETFL) */
+#define STATUS_FLAGS (O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_ASYNC | O_DSYNC | O_SYNC)
+
+/* fdkinds.c (loader): object i of a kind below; its new fd, or -1 */
+int fdk_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
+/* fdkinds.c (restored process, after its fds are placed) */
+int epoll_fill(const struct restore *rs, struct ibcr_err *e);
+int tty_place(const struct restore *rs, const struct ibcr_fd *f, struct ibcr_err *e);
+
+/* fdinotify.c, fdfiles.c (loader) */
+int inotify_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
+int deleted_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
+int memfd_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
+
+#endif

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Files that only the process still has: a regular file deleted while
+ * open, and a memfd. Their bytes go into the image (the FILEOBJS data
+ * area, at most IBCR_MAX_FILE_DATA each: the loader holds the section in
+ * memory, and a file that large is better kept on disk by the program),
+ * with their offset and flags, a memfd's seals. A deleted file that still
+ * has another name (a hard link) would lose that link's sharing: refused.
+ *
+ * And terminals: the restore rebinds one used above fd 2 to the loader's
+ * controlling terminal, so any terminal device qualifies here.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "fdkinds.h"
+
+#define DELETED_SUFFIX " (deleted)"
+
+/* pty slaves, virtual consoles, serial lines, /dev/tty, /dev/console */
+int is_terminal(const struct stat *st)
+{
+	unsigned maj = major(st->st_rdev), min = minor(st->st_rdev);
+
+	return S_ISCHR(st->st_mode) &&
+	       ((maj >= 136 && maj <= 143) || maj == 3 || maj == 4 || maj == 204 ||
+		maj == 229 || (maj == 5 && min <= 1));
+}
+
+static int trim_deleted(char *link)
+{
+	size_t n = strlen(link), k = strlen(DELETED_SUFFIX);
+
+	if (n <= k || strcmp(link + n - k, DELETED_SUFFIX))
+		return 0;
+	link[n - k] = 0;
+	return 1;
+}
+
+int deleted_classify(pid_t pid, int fd, char *link, const struct stat *st,
+		     struct ibcr_fobj *o, struct ibcr_err *e)
+{
+	struct stat named;
+
+	if (!S_ISREG(st->st_mode) || link[0] != '/')
+		return 0;
+	/* a live file whose name happens to end in " (deleted)" */
+	if (!stat(link, &named) && named.st_ino == st->st_ino && named.st_dev == st->st_dev)
+		return 0;
+	if (!trim_deleted(link))
+		return 0;
+	if (!strncmp(link, "/memfd:", 7)) {
+		o->kind = IBCR_FD_MEMFD;
+		return 1;
+	}
+	if (st->st_nlink)
+		return ibcr_fail(e, "pid %d fd %d: file %s was deleted but still has %lu "
+				 "other name(s) (hard links): not supported", (int)pid, fd,
+				 link, (unsigned long)st->st_nlink);
+	o->kind = IBCR_FD_DELETED;
+	return 1;
+}
+
+static int read_all(int fd, uint8_t *p, uint64_t n)
+{
+	uint64_t done = 0;
+
+	while (done < n) {
+		ssize_t k = pread(fd, p + done, n - done, (off_t)done);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k == 0)
+			errno = EIO;	/* shorter than it was a moment ago */
+		if (k <= 0)
+			return -1;
+		done += (uint64_t)k;
+	}
+	return 0;
+}
+
+/* The bytes (and a memfd's seals) of pid's fd, through a reopening of it. */
+int deleted_capture(pid_t pid, int fd, const char *path, struct ibcr_fobj *o,
+		    uint8_t **data, struct ibcr_err *e)
+{
+	char proc[64];
+	int rfd, rc = 0;
+
+	if (o->size > IBCR_MAX_FILE_DATA)
+		return ibcr_fail(e, "pid %d fd %d: %s %s holds %llu bytes; at most %llu MiB "
+				 "are saved with the image", (int)pid, fd,
+				 o->kind == IBCR_FD_MEMFD ? "memfd" : "deleted file", path,
+				 (unsigned long long)o->size, IBCR_MAX_FILE_DATA >> 20);
+	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", (int)pid, fd);
+	if ((rfd = open(proc, O_RDONLY | O_CLOEXEC)) < 0)
+		return ibcr_fail_errno(e, errno, "pid %d fd %d: opening deleted file %s to "
+				       "save its contents", (int)pid, fd, path);
+	*data = o->size ? xmalloc(o->size) : NULL;
+	if (o->size && read_all(rfd, *data, o->size))
+		rc = ibcr_fail_errno(e, errno, "pid %d fd %d: reading the %llu "
+				     "bytes of deleted file %s", (int)pid, fd,
+				     (unsigned long long)o->size, path);
+	o->data_len = o->size;
+	if (!rc && o->kind == IBCR_FD_MEMFD) {
+		int seals = fcntl(rfd, F_GET_SEALS);
+
+		if (seals < 0)
+			rc = ibcr_fail_errno(e, errno, "pid %d fd %d: reading the seals of %s",
+					     (int)pid, fd, path);
+		o->aux[0] = (uint64_t)(seals < 0 ? 0 : seals);
+	}
+	close(rfd);
+	return rc;
+}

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Anonymous file kinds, read from /proc/PID/fdinfo while the processes
+ * are stopped: an eventfd's counter and semaphore mode, a signalfd's
+ * mask, a timerfd's clock, flags, interval, time left and unread
+ * expirations, an epoll's interest list (target fd, events, data word).
+ *
+ * A timerfd is read through a copy of its descriptor (pidfd_getfd):
+ * timerfd_gettime() first brings an expired periodic timer up to date
+ * (its fdinfo shows 0 left and the expirations of only the first period
+ * until someone reads or queries it), as a query by the program would.
+ * Every epoll target is checked with kcmp(KCMP_EPOLL_TFD) to be the file
+ * that its process has at that fd number: the restore adds it again by
+ * number, and an epoll keys its entries by (file, number).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "fdkinds.h"
+#include "procfs.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+#define KCMP_EPOLL_TFD 7
+
+int fdinfo_read(pid_t pid, int fd, char **s, struct ibcr_err *e)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", (int)pid, fd);
+	return proc_read(path, s, NULL, e);
+}
+
+/* The number after KEY at the start of a line of s, in base. */
+int fdinfo_field(const char *s, const char *key, int base, uint64_t *v)
+{
+	size_t n = strlen(key);
+
+	for (const char *p = s; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, n)) {
+			*v = strtoull(p + n, NULL, base);
+			return 1;
+		}
+	return 0;
+}
+
+/* A descriptor of ours on the same open file description as pid's fd. */
+int grab_fd(pid_t pid, int fd, struct ibcr_err *e)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0), g, err;
+
+	if (pfd < 0)
+		return ibcr_fail_errno(e, errno, "pid %d fd %d: pidfd_open", (int)pid, fd);
+	g = (int)syscall(SYS_pidfd_getfd, pfd, fd, 0);
+	err = errno;
+	close(pfd);
+	if (g < 0)
+		return ibcr_fail_errno(e, err, "pid %d fd %d: taking a copy of it "
+				       "(pidfd_getfd)", (int)pid, fd);
+	return g;
+}
+
+int anon_classify(const char *link, struct ibcr_fobj *o)
+{
+	static const struct { const char *link; uint32_t kind; } k[] = {
+		{ "anon_inode:[eventfd]", IBCR_FD_EVENTFD },
+		{ "anon_inode:[timerfd]", IBCR_FD_TIMERFD },
+		{ "anon_inode:[signalfd]", IBCR_FD_SIGNALFD },
+		{ "anon_inode:[eventpoll]", IBCR_FD_EPOLL },
+		{ "anon_inode:inotify", IBCR_FD_INOTIFY },
+	};
+
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+		if (!strcmp(link, k[i].link)) {
+			o->kind = k[i].kind;
+			return 1;
+		}
+	return 0;
+}
+
+static int need(const char *s, const char *key, int base, uint64_t *v, pid_t pid, int fd,
+		const char *what, struct ibcr_err *e)
+{
+	if (fdinfo_field(s, key, base, v))
+		return 0;
+	return ibcr_fail(e, "pid %d fd %d: %s: this kernel's fdinfo has no '%s' line, so "
+			 "its state cannot be read", (int)pid, fd, what, key);
+}
+
+static int cap_eventfd(pid_t pid, int fd, struct ibcr_fobj *o, struct ibcr_err *e)
+{
+	char *s;
+	int rc;
+
+	if (fdinfo_read(pid, fd, &s, e))
+		return -1;
+	rc = need(s, "eventfd-count:", 16, &o->aux[0], pid, fd, "eventfd", e) ||
+	     need(s, "eventfd-semaphore:", 10, &o->aux[1], pid, fd, "eventfd", e) ? -1 : 0;
+	free(s);
+	return rc;
+}
+
+static int cap_signalfd(pid_t pid, int fd, struct ibcr_fobj *o, struct ibcr_err *e)
+{
+	char *s;
+	int rc;
+
+	if (fdinfo_read(pid, fd, &s, e))
+		return -1;
+	rc = need(s, "sigmask:", 16, &o->aux[0], pid, fd, "signalfd", e);
+	free(s);
+	return rc;
+}
+
+static uint64_t ts_ns(const struct timespec *t)
+{
+	return (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
+}
+
+/* The timer as timerfd_gettime() sees it, and the clock's time then. */
+static int timer_now(pid_t pid, int fd, clockid_t clk, struct itimerspec *cur,
+		     struct timespec *now, struct ibcr_err *e)
+{
+	int g = grab_fd(pid, fd, e), rc = 0;
+
+	if (g < 0)
+		return -1;
+	if (timerfd_gettime(g, cur) || clock_gettime(clk, now))
+		rc = ibcr_fail_errno(e, errno, "pid %d fd %d: reading its timerfd's time",
+				     (int)pid, fd);
+	close(g);
+	return rc;
+}
+
+static int cap_timerfd(pid_t pid, int fd, struct ibcr_fobj *o, struct ibcr_err *e)
+{
+	uint64_t clk, ticks, flags;
+	struct itimerspec cur;
+	struct timespec now;
+	char *s;
+	int rc;
+
+	if (fdinfo_read(pid, fd, &s, e))
+		return -1;
+	rc = need(s, "clockid:", 10, &clk, pid, fd, "timerfd", e);
+	free(s);
+	if (rc || timer_now(pid, fd, (clockid_t)clk, &cur, &now, e))
+		return -1;
+	/* after timerfd_gettime: the expirations it has brought up to date */
+	if (fdinfo_read(pid, fd, &s, e))
+		return -1;
+	rc = need(s, "ticks:", 10, &ticks, pid, fd, "timerfd", e) ||
+	     need(s, "settime flags:", 8, &flags, pid, fd, "timerfd", e) ? -1 : 0;
+	free(s);
+	if (rc)
+		return -1;
+	o->aux[0] = clk | flags << 32;
+	o->aux[1] = ticks;
+	o->aux[2] = ts_ns(&cur.it_interval);
+	o->aux[3] = ts_ns(&cur.it_value);
+	if (o->aux[3] && (flags & TFD_TIMER_ABSTIME))
+		o->aux[3] += ts_ns(&now);	/* the deadline it was given */
+	return 0;
+}
+
+int anon_capture(pid_t pid, int fd, struct ibcr_fobj *o, struct ibcr_err *e)
+{
+	switch (o->kind) {
+	case IBCR_FD_EVENTFD:
+		return cap_eventfd(pid, fd, o, e);
+	case IBCR_FD_SIGNALFD:
+		return cap_signalfd(pid, fd, o, e);
+	case IBCR_FD_TIMERFD:
+		return cap_timerfd(pid, fd, o, e);
+	}
+	return 0;	/* epoll: epoll_finish; inotify: fdinotify.c */
+}
+
+/* Whether pid's fd tfd is the file its epoll efd watches as tfd (toff-th). */
+static int check_target(pid_t pid, int efd, int tfd, uint32_t toff, struct ibcr_err *e)
+{
+	struct { uint32_t efd, tfd, toff; } slot = { (uint32_t)efd, (uint32_t)tfd, toff };
+	long r = syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, tfd, &slot);
+
+	if (r == 0)
+		return 0;
+	if (r > 0 || errno == EBADF)
+		return ibcr_fail(e, "pid %d fd %d: epoll watches a file as fd %d, which the "
+				 "process %s: it cannot be added again by number (not "
+				 "supported)", (int)pid, efd, tfd,
+				 r > 0 ? "now has another file at" : "has closed");
+	return ibcr_fail_errno(e, errno, "pid %d fd %d: checking its epoll target fd %d "
+			       "(kcmp KCMP_EPOLL_TFD)", (int)pid, efd, tfd);
+}
+
+/* How many entries before the last of w (n of them) have its target fd. */
+static uint32_t same_fd_before(const uint64_t *w, size_t n)
+{
+	uint32_t k = 0;
+
+	for (size_t i = 0; i + 1 < n; i++)
+		k += w[3 * i] == w[3 * (n - 1)];
+	return k;
+}
+
+static int epoll_entries(pid_t pid, int efd, struct buf *b, struct ibcr_err *e)
+{
+	char *s, *p;
+	int rc = 0;
+
+	if (fdinfo_read(pid, efd, &s, e))
+		return -1;
+	for (p = strstr(s, "\ntfd:"); p && !rc; p = strstr(p + 1, "\ntfd:")) {
+		unsigned long long data;
+		unsigned events;
+		int tfd;
+		uint64_t w[3];
+
+		if (sscanf(p + 1, "tfd: %d events: %x data: %llx", &tfd, &events, &data) != 3) {
+			rc = ibcr_fail(e, "pid %d fd %d: cannot parse its epoll entry '%.60s'",
+				       (int)pid, efd, p + 1);
+			break;
+		}
+		w[0] = (uint64_t)tfd;
+		w[1] = events;
+		w[2] = data;
+		buf_put(b, w, sizeof(w));
+		rc = check_target(pid, efd, tfd, same_fd_before((uint64_t *)b->p,
+								b->len / sizeof(w)), e);
+	}
+	free(s);
+	return rc;
+}
+
+/*
+ * Each epoll's entries, by target fd number in the first process found
+ * with it: the restore adds them there, after that process's fds are in
+ * place (an epoll shared by several processes is one object).
+ */
+int epoll_finish(struct fobjs *o, struct ibcr_err *e)
+{
+	for (uint32_t i = 0; i < o->f.nobjs; i++) {
+		struct ibcr_fobj *ob = &o->f.objs[i];
+		struct buf b = { 0 };
+
+		if (ob->kind != IBCR_FD_EPOLL)
+			continue;
+		if (epoll_entries(o->rep_pid[i], o->rep_fd[i], &b, e)) {
+			buf_free(&b);
+			return -1;
+		}
+		ob->aux[0] = (uint64_t)o->rep_pid[i];
+		ob->aux[1] = b.len / 24;
+		ob->data_len = b.len;
+		o->f.data[i] = b.p;
+	}
+	return 0;
+}
