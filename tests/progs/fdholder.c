@@ -1,9 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
- * Holds a descriptor of a kind the saver does not support on fd 3 and
- * ticks, so that the test can check a refused checkpoint leaves it
- * running. KIND is "pidfd" (of itself), "eventfd" (supported since),
- * or "socketpair" (its other end on fd 4).
+ * Holds a descriptor on fd 3 and ticks, so that a test can check what
+ * saver and restart-loader do with it (a refused checkpoint leaves it
+ * running). KIND, with files made in the working directory:
+ *
+ *   pidfd           a pidfd of itself (not supported)
+ *   socketpair      a UNIX socket, its other end on fd 4 (not supported)
+ *   eventfd         an eventfd (supported)
+ *   inotify-unread  an inotify watching the directory, in which it then
+ *                   creates "new": an event nobody read
+ *   epoll-closed    an epoll whose target, added as fd 4, now lives at
+ *                   fd 5 only
+ *   deleted-big     a deleted file of 65 MiB (sparse)
+ *   deleted-linked  a file with two names, one deleted ("b" remains)
+ *   deleted         sub/f, 6 bytes, deleted; reading it from offset 2 each
+ *                   tick must give "llo\n", else "FAIL" and exit 1
  *
  *   fdholder KIND [TICKS [MS]]
  */
@@ -11,11 +22,61 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+static int watched_dir(void)
+{
+	int in = inotify_init1(0);
+
+	return in != 3 || inotify_add_watch(in, ".", IN_CREATE) < 0 ||
+	       close(open("new", O_CREAT | O_WRONLY, 0644));
+}
+
+static int epoll_closed(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ep = epoll_create1(0), e = eventfd(0, 0);
+
+	return ep != 3 || e != 4 || epoll_ctl(ep, EPOLL_CTL_ADD, e, &ev) ||
+	       dup2(e, 5) != 5 || close(e);
+}
+
+static int deleted(void)
+{
+	int fd;
+
+	if (mkdir("sub", 0755) || (fd = open("sub/f", O_RDWR | O_CREAT, 0644)) != 3)
+		return -1;
+	return write(fd, "hello\n", 6) != 6 || lseek(fd, 2, SEEK_SET) != 2 || unlink("sub/f");
+}
+
+/* The file kinds: 0 when set up, else -1 (or an unknown kind). */
+static int hold_file(const char *kind)
+{
+	int fd;
+
+	if (!strcmp(kind, "inotify-unread"))
+		return watched_dir() ? -1 : 0;
+	if (!strcmp(kind, "epoll-closed"))
+		return epoll_closed() ? -1 : 0;
+	if (!strcmp(kind, "deleted"))
+		return deleted() ? -1 : 0;
+	if (!strcmp(kind, "deleted-big"))
+		return (fd = open(".", O_TMPFILE | O_RDWR, 0600)) != 3 ||
+		       ftruncate(fd, 65 << 20) ? -1 : 0;
+	if (!strcmp(kind, "deleted-linked"))
+		return open("a", O_RDWR | O_CREAT, 0644) != 3 || link("a", "b") ||
+		       unlink("a") ? -1 : 0;
+	return -1;
+}
 
 int main(int argc, char **argv)
 {
@@ -35,10 +96,18 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "socketpair")) {
 		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) || sv[0] != 3)
 			return 2;
-	} else {
+	} else if (hold_file(argv[1])) {
 		return 2;
 	}
 	for (long n = 0; ticks < 0 || n < ticks; n++) {
+		char buf[8] = "";
+
+		if (!strcmp(argv[1], "deleted") &&
+		    (read(3, buf, sizeof(buf)) != 4 || memcmp(buf, "llo\n", 4) ||
+		     lseek(3, 2, SEEK_SET) != 2)) {
+			printf("FAIL the deleted file reads '%.4s'\n", buf);
+			return 1;
+		}
 		printf("tick %ld pid %d\n", n, (int)getpid());
 		fflush(stdout);
 		nanosleep(&ts, NULL);
