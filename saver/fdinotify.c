@@ -162,86 +162,109 @@ static int ancestors(const char *dir, struct watch *w)
 	}
 }
 
-/* dir, its ancestors, or one of its entries. */
-static int search_dir(const char *dir, struct watch *w)
+#define SEARCH_DEPTH 2		/* a candidate's entries and theirs */
+#define SEARCH_BUDGET 50000	/* lstat()s per watch, at most */
+
+/* Directories to search, each once. */
+struct dirs {
+	char **v;
+	uint32_t n;
+};
+
+static void dirs_add(struct dirs *d, const char *p)
+{
+	for (uint32_t i = 0; i < d->n; i++)
+		if (!strcmp(d->v[i], p))
+			return;
+	d->v = xrealloc(d->v, sizeof(char *) * (d->n + 1));
+	d->v[d->n++] = xstrdup(p);
+}
+
+static void dirs_free(struct dirs *d)
+{
+	for (uint32_t i = 0; i < d->n; i++)
+		free(d->v[i]);
+	free(d->v);
+}
+
+/* A path's directory (a deleted file's too), or the path if it is one. */
+static void add_dir_of(struct dirs *d, const char *path)
+{
+	char p[PATH_MAX], *slash;
+	struct stat st;
+	size_t n;
+
+	snprintf(p, sizeof(p), "%s", path);
+	n = strlen(p);
+	if (n > 10 && !strcmp(p + n - 10, " (deleted)") && stat(p, &st))
+		p[n - 10] = 0;
+	if ((stat(p, &st) || !S_ISDIR(st.st_mode)) && (slash = strrchr(p, '/')))
+		slash[slash == p] = 0;
+	if (p[0] == '/')
+		dirs_add(d, p);
+}
+
+/* dir's entries, and theirs down to depth, within *budget lstat()s. */
+static int search_tree(const char *dir, int depth, long *budget, struct watch *w)
 {
 	char p[PATH_MAX];
 	struct dirent *d;
-	DIR *dh;
+	DIR *dh = opendir(dir);
 	int found = 0;
 
-	if (ancestors(dir, w))
-		return 1;
-	if (!(dh = opendir(dir)))
+	if (!dh)
 		return 0;
-	while (!found && (d = readdir(dh))) {
+	while (!found && *budget > 0 && (d = readdir(dh))) {
 		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
 			continue;
-		snprintf(p, sizeof(p), "%s/%s", strcmp(dir, "/") ? dir : "", d->d_name);
+		if (snprintf(p, sizeof(p), "%s/%s", strcmp(dir, "/") ? dir : "",
+			     d->d_name) >= (int)sizeof(p))
+			continue;
+		(*budget)--;
 		if ((found = is_it(p, w)))
 			snprintf(w->path, sizeof(w->path), "%s", p);
+		else if (depth > 1 && d->d_type == DT_DIR)
+			found = search_tree(p, depth - 1, budget, w);
 	}
 	closedir(dh);
 	return found;
 }
 
-/* A path's directory, or the path if it is one. */
-static void dir_of(char *p)
-{
-	struct stat st;
-
-	if (!stat(p, &st) && !S_ISDIR(st.st_mode) && strrchr(p, '/'))
-		strrchr(p, '/')[strrchr(p, '/') == p] = 0;
-}
-
-/* Near the watches found already (a directory and files in it). */
-static int search_watches(const struct watch *found, uint32_t n, struct watch *w)
-{
-	char p[PATH_MAX];
-
-	for (uint32_t i = 0; i < n; i++) {
-		snprintf(p, sizeof(p), "%s", found[i].path);
-		dir_of(p);
-		if (search_dir(p, w))
-			return 1;
-	}
-	return 0;
-}
-
 /*
- * Where the process is: its cwd, its open directories, its files'
- * directories, the watches found before. (A file handle alone gives the
- * path of a directory, but seldom of a file: its dentry may be gone.)
+ * Where the process is: the directories of the watches found before
+ * (a directory and files in it), its cwd, its open directories and its
+ * files' directories; each with its ancestors and, two levels down, its
+ * entries. (A file handle gives the path of a directory, but seldom of a
+ * file: its dentry may be gone.)
  */
 static int search_process(pid_t pid, const struct watch *prev, uint32_t nprev,
 			  struct watch *w)
 {
-	char link[64], p[PATH_MAX];
+	char link[300], p[PATH_MAX];
+	struct dirs dirs = { 0 };
 	struct dirent *d;
+	long budget = SEARCH_BUDGET;
 	DIR *dh;
 	ssize_t k;
 	int found = 0;
 
-	if (search_watches(prev, nprev, w))
-		return 1;
+	for (uint32_t i = 0; i < nprev; i++)
+		add_dir_of(&dirs, prev[i].path);
 	snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
-	k = readlink(link, p, sizeof(p) - 1);
-	if (k > 0 && (p[k] = 0, search_dir(p, w)))
-		return 1;
+	if ((k = readlink(link, p, sizeof(p) - 1)) > 0 && (p[k] = 0, 1))
+		add_dir_of(&dirs, p);
 	snprintf(link, sizeof(link), "/proc/%d/fd", (int)pid);
-	if (!(dh = opendir(link)))
-		return 0;
-	while (!found && (d = readdir(dh))) {
-		char fdl[300];
-
-		snprintf(fdl, sizeof(fdl), "/proc/%d/fd/%s", (int)pid, d->d_name);
-		k = readlink(fdl, p, sizeof(p) - 1);
-		if (k <= 0 || (p[k] = 0, p[0] != '/'))
-			continue;
-		dir_of(p);
-		found = search_dir(p, w);
+	for (dh = opendir(link); dh && (d = readdir(dh));) {
+		snprintf(link, sizeof(link), "/proc/%d/fd/%s", (int)pid, d->d_name);
+		if ((k = readlink(link, p, sizeof(p) - 1)) > 0 && (p[k] = 0, 1))
+			add_dir_of(&dirs, p);
 	}
-	closedir(dh);
+	if (dh)
+		closedir(dh);
+	for (uint32_t i = 0; i < dirs.n && !found; i++)
+		found = ancestors(dirs.v[i], w) ||
+			search_tree(dirs.v[i], SEARCH_DEPTH, &budget, w);
+	dirs_free(&dirs);
 	return found;
 }
 

@@ -13,6 +13,7 @@
 #   time (the program fails if it is late), the tick timer goes on;
 # - the process has the same fds, of the same kinds, the deleted files
 #   in the same directory.
+# Then all of it again, saved and restored by an unprivileged user.
 . "$(dirname "$0")/lib.sh"
 
 TICKS=50 MS=100 ABS_MS=5000 AWAY=2
@@ -83,4 +84,26 @@ grep -qE '^abs fired late_ms [0-9]+$' "$T/prog.out" || fail "the absolute deadli
 [ $((rel_before - rel_after)) -ge 0 ] && [ $((rel_before - rel_after)) -lt 1000 ] ||
 	fail "relative timer: ${rel_before} ms left before, ${rel_after} ms after $AWAY s away"
 diff "$T/fds.before" "$T/fds.after" >"$T/fds.diff" || fail "fds changed: $(cat "$T/fds.diff")"
+
+# The same as an unprivileged user: no file handles to find the inotify
+# watches' paths by (they are searched for), no chosen pid.
+is_root || exit 0
+mkdir -p "$T/nobody/d"
+chmod 755 "$T"
+cat >"$T/nobody/job.sh" <<EOS
+cd "$T/nobody"
+"$PROGS/clean-exec" "$PROGS/fdkinds" "$T/nobody/d" 30 100 2500 </dev/null >prog.out 2>&1 &
+pid=\$!
+while ! grep -q '^tick 5 ' prog.out 2>/dev/null; do sleep 0.05; done
+"$SAVER" --kill -o img.ckpt \$pid 2>saver.err || exit 10
+wait \$pid
+"$LOADER" img.ckpt 2>loader.err || exit 11
+EOS
+chown -R 65534:65534 "$T/nobody"
+timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups bash "$T/nobody/job.sh" </dev/null 3>&- ||
+	fail "unprivileged checkpoint/restart failed (status $?: 10 saver, 11 loader): $(cat "$T"/nobody/*.err 2>/dev/null)"
+grep -q FAIL "$T/nobody/prog.out" && fail "unprivileged: $(grep FAIL "$T/nobody/prog.out")"
+grep -q '^DONE' "$T/nobody/prog.out" || fail "unprivileged: fdkinds did not finish"
+assert_ticks_continuous "$T/nobody/prog.out"
+[ "$(pids_in "$T/nobody/prog.out" | wc -l)" = 2 ] || fail "unprivileged: no restore happened"
 exit 0
