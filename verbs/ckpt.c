@@ -280,10 +280,18 @@ void qp_record_modify(struct sqp *q, struct ibv_qp_attr *attr, int mask)
 		int s = attr->qp_state;
 
 		if (s == IBV_QPS_RESET) {
+			/* RESET discards posted work without completions. */
 			memset(q->rec, 0, sizeof q->rec);
 			q->cur_state = s;
 			q->has_remote = 0;
 			q->errored = 0;
+			q->sends_posted = q->sends_done = 0;
+			q->tail_unsig = 0;
+			if (!q->srq) {
+				pthread_spin_lock(&q->ring.lock);
+				q->ring.count = 0;
+				pthread_spin_unlock(&q->ring.lock);
+			}
 			return;
 		}
 		if (s >= IBV_QPS_INIT && s <= IBV_QPS_SQD)
@@ -1395,7 +1403,7 @@ void *helper_main(void *arg)
 			}
 			continue;
 		}
-		sleep_ms(10);
+		sleep_ms(20);	/* the ABI's bound on the reaction time */
 	}
 	return NULL;
 }

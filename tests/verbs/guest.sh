@@ -9,6 +9,7 @@
 #          (guest.sh main RWDIR CHECK... runs only the checks named)
 #   fresh  restart of that image in a fresh boot (extra objects first)
 #   nodev  restart of that image with no RDMA device (--net none)
+#   bench  shim overhead: ib_send_lat and ib_write_bw without and with it
 #
 # Every background process runs under timeout(1); the checks synchronise on
 # what the programs print, never on sleeps alone.
@@ -40,6 +41,7 @@ check() {
 	if ((rc == 0)); then
 		npass=$((npass + 1))
 		echo "PASS $name ($((SECONDS - t0)) s)"
+		sed -n 's/^info: /    /p' "$W/.log"
 	else
 		nfail=$((nfail + 1))
 		echo "FAIL $name: $(sed 's/^why: //' "$W/.why" 2>/dev/null || echo "status $rc") ($((SECONDS - t0)) s)"
@@ -189,7 +191,7 @@ restart_rc_pp() {
 		read -r a b c e < <(last_ids "$d/$f.out")
 		[[ $a != "$b" ]] || fail "$f: the real QPN did not change ($a)"
 		[[ $c != "$e" ]] || fail "$f: the real rkey did not change ($c)"
-		echo "$f: QPN 0x${a#0x} now 0x${b#0x}, rkey 0x${c#0x} now 0x${e#0x}"
+		echo "info: $f: QPN $a, now really $b; rkey $c, now really $e"
 	done
 }
 
@@ -226,7 +228,7 @@ ckpt_pingpong() {
 	((rc == 0)) || fail "restart-loader exit status $rc"
 	grep -q ' iters in ' server.out && grep -q ' iters in ' client.out ||
 		fail "no iteration summary after the restart"
-	grep ' iters in ' server.out client.out
+	sed -n 's/^\(.* iters in .*\)/info: \1/p' server.out client.out
 }
 
 t_ckpt_rc_pingpong() { ckpt_pingpong rc 18621 -g 1 -n 50000 -s 64 -e; }
@@ -251,7 +253,7 @@ t_missing_peer() {
 	((rc == 70)) || fail "restart-loader exit status $rc, want 70"
 	grep -q 'ibcr-verbs: restart: the peer of QP 0x[0-9a-f]* (remote QP 0x[0-9a-f]* at g[0-9a-f]*) did not show up' server.out ||
 		fail "no message naming the missing peer"
-	grep 'ibcr-verbs:' server.out
+	sed -n 's/^\(ibcr-verbs:.*\)/info: \1/p' server.out
 }
 
 # The image for the other boots: an rc_pp pair checkpointed in $FRESH.
@@ -265,7 +267,7 @@ t_fresh_restart() {
 	[[ -f $FRESH/job.ckpt ]] || fail "no image from the first boot"
 	timeout 600 "$T/extra_objs" 8 >extra.out 2>&1 &
 	wait_for extra.out 'ready' 60 $! || fail "extra_objs did not start"
-	cat extra.out
+	sed 's/^/info: /' extra.out
 	restart_rc_pp "$FRESH" 1500
 }
 
@@ -275,13 +277,74 @@ t_no_device() {
 	[[ ! -e /sys/class/infiniband/rxe0 ]] || fail "this boot has an RDMA device"
 	before=$(cat "$FRESH"/*.out | md5sum)
 	timeout 120 "$B/restart-loader" "$FRESH/job.ckpt" >restart.out 2>&1 || rc=$?
-	cat restart.out
+	sed 's/^/info: /' restart.out
 	((rc != 0)) || fail "restart-loader succeeded without an RDMA device"
 	grep -q 'RDMA device' restart.out || fail "the message does not say an RDMA device is missing"
 	pgrep -f "$T/rc_pp" && fail "a restored process is running"
 	after=$(cat "$FRESH"/*.out | md5sum)
 	[[ $before == "$after" ]] || fail "the restored programs wrote output"
 	return 0
+}
+
+# ------------------------------------------------------------------ bench
+
+# perf_once TOOL PORT LAUNCH ARGS...: one server+client run; prints the
+# client's result line (the one that starts with #bytes #iterations).
+perf_once() {
+	local tool=$1 port=$2 launch=$3 sp
+	shift 3
+	timeout 300 $launch "$tool" -p "$port" "$@" >bs.out 2>&1 &
+	sp=$!
+	wait_port "$port" $sp || { echo "$tool server did not listen" >&2; return 1; }
+	timeout 300 $launch "$tool" -p "$port" "$@" 127.0.0.1 >bc.out 2>&1 || {
+		cat bc.out >&2
+		return 1
+	}
+	wait $sp || return 1
+	grep -E '^ *[0-9]+ +[0-9]+ ' bc.out | tail -n 1
+}
+
+median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+# ib_send_lat (t_typical) and ib_write_bw (BW average), without and with
+# the shim, alternating, IBCR_BENCH_ROUNDS rounds; medians and ratios.
+bench() {
+	local rounds=${IBCR_BENCH_ROUNDS:-5} r port=18700 l
+	local lat_n=${IBCR_BENCH_LAT_ITERS:-20000} bw_n=${IBCR_BENCH_BW_ITERS:-5000}
+	W=$(mktemp -d /tmp/vt.bench.XXXXXX)
+	cd "$W" || return 1
+	: >lat.plain
+	: >lat.shim
+	: >bw.plain
+	: >bw.shim
+	for ((r = 1; r <= rounds; r++)); do
+		for mode in plain shim; do
+			[[ $mode == shim ]] && l=$L || l=
+			port=$((port + 1))
+			perf_once ib_send_lat $port "$l" -x 1 -n "$lat_n" | awk '{print $5}' >>lat.$mode ||
+				return 1
+			port=$((port + 1))
+			perf_once ib_write_bw $port "$l" -x 1 -n "$bw_n" | awk '{print $4}' >>bw.$mode ||
+				return 1
+		done
+		echo "bench: round $r: send_lat t_typical plain $(tail -n 1 lat.plain) us," \
+			"shim $(tail -n 1 lat.shim) us; write_bw plain $(tail -n 1 bw.plain) MB/s," \
+			"shim $(tail -n 1 bw.shim) MB/s"
+	done
+	# the per-call cost in isolation (no wire): empty polls, receive posts
+	for ((r = 1; r <= rounds; r++)); do
+		timeout 300 "$T/microbench" -n 1000000 | sed 's/^/bench: /'
+		timeout 300 "$L" "$T/microbench" -n 1000000 -d "$W/rdv$r" | sed 's/^/bench: /'
+	done
+	local lp ls bp bs
+	lp=$(median <lat.plain)
+	ls=$(median <lat.shim)
+	bp=$(median <bw.plain)
+	bs=$(median <bw.shim)
+	echo "bench: ib_send_lat t_typical median of $rounds: plain $lp us, shim $ls us," \
+		"ratio shim/plain $(awk -v a="$ls" -v b="$lp" 'BEGIN {printf "%.3f", a / b}')"
+	echo "bench: ib_write_bw BW average median of $rounds: plain $bp MB/s, shim $bs MB/s," \
+		"ratio shim/plain $(awk -v a="$bs" -v b="$bp" 'BEGIN {printf "%.3f", a / b}')"
 }
 
 ONLY=" ${*:3} "
@@ -312,6 +375,7 @@ main)
 	;;
 fresh) check fresh_boot_restart t_fresh_restart ;;
 nodev) check no_device_restart t_no_device ;;
+bench) bench; exit ;;
 *) echo "unknown phase $PHASE" >&2; exit 2 ;;
 esac
 echo "guest $PHASE: $npass passed, $nfail failed"

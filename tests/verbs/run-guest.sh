@@ -11,7 +11,8 @@
 #   boot 3 (--net none) that image restarted with no RDMA device: refused
 #
 # Prints PASS/FAIL per check and a summary; exits non-zero on any failure.
-# Options: --main-only (boot 1 only), --only CHECK... (boot 1, those checks).
+# Options: --main-only (boot 1 only), --only CHECK... (boot 1, those checks;
+# boots 2 and 3 too when fresh_boot_prepare is one of them).
 # The guests' output is kept in build/verbs-logs/. Environment: IBCR_VM_* (see
 # docs/vm-harness.md). Needs root (the harness installs its packages).
 set -uo pipefail
@@ -23,7 +24,11 @@ main_only=0
 only=()
 case ${1:-} in
 --main-only) main_only=1 ;;
---only) main_only=1; shift; only=("$@") ;;
+--only)
+	shift
+	only=("$@")
+	# the image for the later boots comes from fresh_boot_prepare
+	[[ " $* " == *" fresh_boot_prepare "* ]] || main_only=1 ;;
 esac
 
 cd "$ROOT" || exit 2
