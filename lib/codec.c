@@ -34,10 +34,11 @@ void enc_thread(struct buf *b, const struct ibcr_thread_state *t)
 
 void enc_files(struct buf *b, const struct ibcr_process_state *ps)
 {
-	struct ibcr_files_hdr h = { .nfds = ps->nfds };
+	struct ibcr_files_hdr h = { .nfds = ps->nfds, .nlocks = ps->nlocks };
 
 	buf_put(b, &h, sizeof(h));
 	buf_put(b, ps->fds, sizeof(struct ibcr_fd) * ps->nfds);
+	buf_put(b, ps->locks, sizeof(struct ibcr_lock) * ps->nlocks);
 }
 
 void enc_fileobjs(struct buf *b, const struct ibcr_files *f)

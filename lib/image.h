@@ -111,6 +111,7 @@ struct ibcr_end {
 /* Process flags. */
 #define IBCR_PROCF_SECCOMP 0x1	/* had a seccomp filter (not restored) */
 #define IBCR_PROCF_ZOMBIE 0x2	/* exited, not reaped: PROC only, exit_status */
+#define IBCR_PROCF_STOPPED 0x4	/* stopped by job control: restored stopped */
 
 /*
  * PROC section: one per process, the first section of that process.
@@ -274,10 +275,26 @@ struct ibcr_fd {
 	uint32_t pad;
 };
 
+/* A file lock the process held: POSIX locks are the process's, flock
+ * and OFD locks its open file description's. */
+enum ibcr_lock_kind {
+	IBCR_LOCK_POSIX = 1,
+	IBCR_LOCK_FLOCK = 2,
+	IBCR_LOCK_OFD = 3,
+};
+
+struct ibcr_lock {
+	int32_t fd;		/* a descriptor of the locked file */
+	uint32_t kind;		/* enum ibcr_lock_kind */
+	uint32_t write;		/* 1: write (exclusive) lock, 0: read (shared) */
+	uint32_t pad;
+	uint64_t start, end;	/* byte range, end inclusive; UINT64_MAX: to EOF */
+};
+
 struct ibcr_files_hdr {
 	uint32_t nfds;
-	uint32_t pad;
-	/* struct ibcr_fd[nfds] */
+	uint32_t nlocks;
+	/* struct ibcr_fd[nfds], struct ibcr_lock[nlocks] */
 };
 
 /* VMAS section. */

@@ -89,11 +89,23 @@ static int dec_files(struct img_reader *r, uint32_t proc, const uint8_t *p,
 	if (n < sizeof(h))
 		return BAD("FILES section too short");
 	memcpy(&h, p, sizeof(h));
-	if (h.nfds > 1u << 20 || sizeof(h) + (uint64_t)h.nfds * sizeof(struct ibcr_fd) != n)
+	if (h.nfds > 1u << 20 || h.nlocks > 1u << 20 ||
+	    sizeof(h) + (uint64_t)h.nfds * sizeof(struct ibcr_fd) +
+	    (uint64_t)h.nlocks * sizeof(struct ibcr_lock) != n)
 		return BAD("FILES section size does not match its contents");
 	ps->nfds = h.nfds;
 	ps->fds = xcalloc(h.nfds, sizeof(struct ibcr_fd));
 	memcpy(ps->fds, p + sizeof(h), h.nfds * sizeof(struct ibcr_fd));
+	ps->nlocks = h.nlocks;
+	ps->locks = xcalloc(h.nlocks, sizeof(struct ibcr_lock));
+	memcpy(ps->locks, p + sizeof(h) + h.nfds * sizeof(struct ibcr_fd),
+	       h.nlocks * sizeof(struct ibcr_lock));
+	for (uint32_t i = 0; i < h.nlocks; i++) {
+		uint32_t k = ps->locks[i].kind;
+
+		if (k < IBCR_LOCK_POSIX || k > IBCR_LOCK_OFD || ps->locks[i].start > ps->locks[i].end)
+			return BAD("FILES lock malformed");
+	}
 	for (uint32_t i = 0; i < h.nfds; i++)
 		if (ps->fds[i].fd < 0 || (i && ps->fds[i].fd <= ps->fds[i - 1].fd))
 			return BAD("FILES entry malformed");
@@ -515,6 +527,7 @@ void ibcr_process_free(struct ibcr_process_state *ps)
 		free(ps->opaque[i].data);
 	free(ps->threads);
 	free(ps->fds);
+	free(ps->locks);
 	free(ps->vmas);
 	free(ps->vma_names);
 	free(ps->runs);

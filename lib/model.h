@@ -39,6 +39,8 @@ struct ibcr_process_state {
 	struct ibcr_sigaction sigact[IBCR_NSIG];
 	uint32_t nfds;
 	struct ibcr_fd *fds;	/* objects: the image's struct ibcr_files */
+	uint32_t nlocks;
+	struct ibcr_lock *locks;
 	uint32_t nvmas;
 	struct ibcr_vma *vmas;
 	char **vma_names;

@@ -145,6 +145,21 @@ static int syscall_info(pid_t tid, struct sysinfo_head *si, struct ibcr_err *e)
  * signal that cannot be blocked came: that is reported, and the signal
  * is not delivered.
  */
+static int stop_signals_seen;
+
+int pt_stop_signals_seen(void)
+{
+	int n = stop_signals_seen;
+
+	stop_signals_seen = 0;
+	return n;
+}
+
+static int is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
 static int next_syscall_stop(pid_t tid, struct sysinfo_head *si, unsigned long *event,
 			     struct ibcr_err *e)
 {
@@ -157,6 +172,16 @@ static int next_syscall_stop(pid_t tid, struct sysinfo_head *si, unsigned long *
 			return -1;
 		if (WSTOPSIG(st) == (SIGTRAP | 0x80))
 			return syscall_info(tid, si, e);
+		/*
+		 * A stopped process (Ctrl-Z, SIGSTOP) stops again (group stop)
+		 * or takes its stop signal now: go on, and let the caller know
+		 * so that it stops it again when it lets go.
+		 */
+		if (is_stop_signal(WSTOPSIG(st)) &&
+		    ((st >> 16) == 0 || (st >> 16) == PTRACE_EVENT_STOP)) {
+			stop_signals_seen++;
+			continue;
+		}
 		if (event && WSTOPSIG(st) == SIGTRAP && (st >> 16) &&
 		    (st >> 16) != PTRACE_EVENT_STOP) {
 			if (PT(PTRACE_GETEVENTMSG, tid, 0, event))

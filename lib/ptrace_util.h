@@ -38,6 +38,12 @@ int pt_setsigmask(pid_t tid, uint64_t mask, struct ibcr_err *e);
 int pt_inject_syscall(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
 		      long *ret, struct ibcr_err *e);
 
+/*
+ * How many job-control stops (a stopped process stopping again) injected
+ * syscalls went through since the last call; resets the count.
+ */
+int pt_stop_signals_seen(void);
+
 /* The same, keeping the message of a PTRACE_EVENT stop (a traced clone's pid). */
 int pt_inject_syscall_ev(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
 			 long *ret, unsigned long *event, struct ibcr_err *e);

@@ -61,6 +61,9 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 /* files.c (child) */
 int setup_files(struct restore *rs, struct ibcr_err *e);
 
+/* locks.c (child): file locks, once the descriptors are placed */
+int restore_locks(const struct restore *rs, struct ibcr_err *e);
+
 /* plan.c (child): maps the hole, fills it, returns where to jump */
 int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	       uint64_t *sp, struct ibcr_err *e);

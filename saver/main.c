@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "ptrace_util.h"
 #include "saver.h"
 
 static void usage(FILE *f)
@@ -48,10 +49,16 @@ static int parse_pid(const char *s, pid_t *pid)
 /* Everything is read before anything is written: errors come early. */
 static int capture(struct target *t, struct fobjs *objs, struct ibcr_err *e)
 {
+	pt_stop_signals_seen();
 	if (capture_regs(t, e) || capture_injected(t, e) ||
 	    capture_threads(t, e) || capture_procinfo(t, e) || capture_files(t, objs, e) ||
+	    capture_locks(t, e) ||
 	    capture_memory_map(t, e))
 		return -1;
+	if (pt_stop_signals_seen())
+		t->stopped = 1;	/* a stop signal was on its way in */
+	if (t->stopped)
+		t->ps.rec.flags |= IBCR_PROCF_STOPPED;
 	return 0;
 }
 

@@ -20,6 +20,7 @@ struct target {
 	int released;		/* let go (run, stop or kill) already */
 	int zombie;		/* exited, not reaped: only its record is saved */
 	int tree;		/* saved with its descendants (--tree) */
+	int stopped;		/* stopped by job control: saved, and left, so */
 	uint64_t syscall_insn;	/* a syscall instruction in its [vdso] */
 	int memfd;		/* /proc/PID/mem (of mem_pid when set) */
 	pid_t mem_pid;		/* the copy-on-write snapshot memory is read from */
@@ -69,6 +70,9 @@ void verbs_release(struct target *t, uint32_t n);
 int verbs_owns_fd(const struct target *t, int fd);
 int verbs_write_section(struct target *t, uint32_t proc, struct img_writer *w,
 			struct ibcr_err *e);
+
+/* locks.c: file locks held, per descriptor */
+int capture_locks(struct target *t, struct ibcr_err *e);
 
 /* sysv.c: the SysV segments the processes have attached */
 int sysv_capture(const struct target *t, uint32_t n, struct ibcr_sysv *out,

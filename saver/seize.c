@@ -124,11 +124,26 @@ int target_check(pid_t pid, struct ibcr_err *e)
 	return 0;
 }
 
+/* Stopped by job control (state T) before we came: it stays so. */
+static int is_stopped(pid_t pid)
+{
+	char path[64], *s = NULL, *p;
+	struct ibcr_err ignored;
+	int stopped = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!proc_read(path, &s, NULL, &ignored) && (p = strrchr(s, ')')))
+		stopped = p[2] == 'T';
+	free(s);
+	return stopped;
+}
+
 int target_seize(struct target *t, struct ibcr_err *e)
 {
 	char path[64];
 	int added;
 
+	t->stopped = is_stopped(t->pid);
 	/* The main thread first: a failure there is the process's failure. */
 	if (pt_seize(t->pid, PTRACE_O_TRACESYSGOOD, e))
 		return explain_seize_failure(t->pid, errno, e);
@@ -157,7 +172,7 @@ void target_release(struct target *t, int how)
 		return;
 	if (how == RELEASE_KILL && t->nthreads)
 		kill(t->pid, SIGKILL);
-	if (how == RELEASE_STOP)
+	if (how == RELEASE_STOP || (how == RELEASE_RUN && t->stopped))
 		kill(t->pid, SIGSTOP);
 	for (uint32_t i = 0; i < t->nthreads; i++)
 		if (t->seized[i])
