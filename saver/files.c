@@ -307,6 +307,49 @@ static int has_end(const struct fobjs *o, uint64_t ino, uint32_t mode)
 	return 0;
 }
 
+static int in_image(const struct target *t, uint32_t n, pid_t pid)
+{
+	for (uint32_t k = 0; k < n; k++)
+		if (t[k].pid == pid || t[k].mem_pid == pid)
+			return 1;
+	return 0;
+}
+
+/*
+ * Does a process outside the image hold pipe `ino`? Then its missing end
+ * leads outside; otherwise that end is simply closed (its writer exited,
+ * say), and the pipe is restored with the end closed.
+ */
+static int held_outside(const struct target *t, uint32_t n, uint64_t ino)
+{
+	char want[32], path[300], link[64];
+	struct dirent *p, *f;
+	DIR *procs = opendir("/proc"), *fds;
+	int found = 0;
+
+	snprintf(want, sizeof(want), "pipe:[%llu]", (unsigned long long)ino);
+	while (procs && !found && (p = readdir(procs))) {
+		pid_t pid = (pid_t)atoi(p->d_name);
+
+		if (pid <= 0 || pid == getpid() || in_image(t, n, pid))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+		if (!(fds = opendir(path)))
+			continue;
+		while (!found && (f = readdir(fds))) {
+			ssize_t k;
+
+			snprintf(path, sizeof(path), "/proc/%d/fd/%s", (int)pid, f->d_name);
+			k = readlink(path, link, sizeof(link) - 1);
+			found = k > 0 && (link[k] = 0, !strcmp(link, want));
+		}
+		closedir(fds);
+	}
+	if (procs)
+		closedir(procs);
+	return found;
+}
+
 /* The first descriptor (pid, fd) that refers to object i, above fd 2. */
 static int high_user(const struct target *t, uint32_t n, uint32_t i, pid_t *pid, int *fd)
 {
@@ -363,7 +406,8 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 
 		if (ob->kind != IBCR_FD_PIPE)
 			continue;
-		if (!has_end(o, ob->aux[0], O_RDONLY) || !has_end(o, ob->aux[0], O_WRONLY)) {
+		if ((!has_end(o, ob->aux[0], O_RDONLY) || !has_end(o, ob->aux[0], O_WRONLY)) &&
+		    held_outside(t, n, ob->aux[0])) {
 			if (high_user(t, n, i, &pid, &fd))
 				return ibcr_fail(e, "pid %d fd %d: pipe (%s) leads to a process "
 						 "outside the checkpoint: not supported",
