@@ -119,3 +119,34 @@ int deleted_capture(pid_t pid, int fd, const char *path, struct ibcr_fobj *o,
 	close(rfd);
 	return rc;
 }
+
+/*
+ * A memfd that a process of the image also maps shared: the mapping is
+ * restored as shared memory of its own, the descriptor as a new memfd,
+ * and they would no longer see each other's writes. Refused.
+ */
+int memfd_check_mapped(const struct target *t, uint32_t n, const struct fobjs *o,
+		       struct ibcr_err *e)
+{
+	for (uint32_t i = 0; i < o->f.nobjs; i++) {
+		const struct ibcr_fobj *ob = &o->f.objs[i];
+
+		if (ob->kind != IBCR_FD_MEMFD)
+			continue;
+		for (uint32_t k = 0; k < n; k++)
+			for (uint32_t r = 0; r < t[k].ps.nvmas; r++) {
+				const struct ibcr_vma *v = &t[k].ps.vmas[r];
+
+				if (v->kind == IBCR_VMA_SHMEM && v->file_ino == ob->ino &&
+				    v->file_dev >> 32 == major(ob->dev) &&
+				    (uint32_t)v->file_dev == minor(ob->dev))
+					return ibcr_fail(e, "pid %d fd %d: memfd %s is also mapped "
+							 "shared (pid %d at %#llx): descriptor and "
+							 "mapping would come back as two objects (not "
+							 "supported yet)", (int)o->rep_pid[i],
+							 o->rep_fd[i], o->f.paths[i], (int)t[k].pid,
+							 (unsigned long long)v->start);
+			}
+	}
+	return 0;
+}

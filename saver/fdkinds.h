@@ -38,5 +38,8 @@ int deleted_classify(pid_t pid, int fd, char *link, const struct stat *st,
 		     struct ibcr_fobj *o, struct ibcr_err *e);
 int deleted_capture(pid_t pid, int fd, const char *path, struct ibcr_fobj *o,
 		    uint8_t **data, struct ibcr_err *e);
+/* once every process's memory map is known */
+int memfd_check_mapped(const struct target *t, uint32_t n, const struct fobjs *o,
+		       struct ibcr_err *e);
 
 #endif

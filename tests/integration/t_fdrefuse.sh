@@ -3,7 +3,8 @@
 # names the pid, the fd and the cause, with no image left and the process
 # running on: an inotify with an unread event, an epoll whose target is
 # no longer at the fd number it was added with, a deleted file above the
-# size limit, a deleted file that still has another name.
+# size limit, a deleted file that still has another name, a memfd that
+# is also mapped shared (the mapping and the fd would come back apart).
 # And a deleted file whose directory is gone at restore: restart-loader
 # says which, nothing runs; with the directory back, the file comes back
 # with its bytes and offset (tests/progs/fdholder checks).
@@ -36,6 +37,7 @@ refuse inotify-unread "inotify" "unread event"
 refuse epoll-closed "epoll" "fd 4\b" "closed"
 refuse deleted-big "deleted file" "68157440 bytes" "64 MiB"
 refuse deleted-linked "deleted" "other name"
+refuse memfd-shared "memfd" "mapped shared"
 [ ${#problems[@]} = 0 ] || fail "$(printf '%s\n' "${problems[@]}")"
 
 # deleted file, its directory gone at restore, then back
