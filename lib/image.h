@@ -230,7 +230,34 @@ enum ibcr_fd_kind {
 	IBCR_FD_TTY = 15,	/* terminal used above fd 2: rebound to the */
 				/* restarting loader's controlling terminal; */
 				/* on fds 0-2 like IBCR_FD_STDIO */
+	IBCR_FD_UNIX = 16,	/* UNIX socket: aux[0] inode, aux[1] type | */
+				/* role << 8 (enum ibcr_sock_role), aux[2] peer */
+				/* inode, aux[3] backlog; path = bound name */
+				/* ("@..." abstract); data: u32 length and the */
+				/* peer's name, then what waits in its receive */
+				/* queue (stream: bytes; else u32 length, message) */
+	IBCR_FD_INET = 17,	/* TCP or UDP socket: aux[0] inode, aux[1] family */
+				/* | type << 8 | role << 16, aux[2] backlog, */
+				/* aux[3] IBCR_SOCKOPT_*; data: local and remote */
+				/* address (struct sockaddr_in6 room each) */
 };
+
+enum ibcr_sock_role {
+	IBCR_SOCK_FRESH = 0,	/* unnamed, unconnected: just the socket */
+	IBCR_SOCK_PAIR = 1,	/* UNIX, connected to a peer in the image */
+				/* (or to one that is gone: peer inode 0) */
+	IBCR_SOCK_LISTEN = 2,	/* bound and listening */
+	IBCR_SOCK_BOUND = 3,	/* bound, and connected to a named peer if */
+				/* it names one (datagrams) */
+	IBCR_SOCK_CLOSED = 4,	/* TCP connection given up (saver --tcp-close): */
+				/* a fresh socket, unconnected */
+};
+
+#define IBCR_SOCKOPT_REUSEADDR 0x1
+#define IBCR_SOCKOPT_REUSEPORT 0x2
+#define IBCR_SOCKOPT_KEEPALIVE 0x4
+#define IBCR_SOCKOPT_NODELAY 0x8
+#define IBCR_SOCKOPT_V6ONLY 0x10
 
 struct ibcr_fobj {
 	uint32_t kind;		/* enum ibcr_fd_kind */

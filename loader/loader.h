@@ -58,6 +58,9 @@ void verbs_pokes(struct restore *rs);
 /* objects.c (parent, before forking): opens the image's file objects */
 int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_err *e);
 
+/* sockets.c: a socket object, opened by objects_open */
+int sock_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e);
+
 /* files.c (child) */
 int setup_files(struct restore *rs, struct ibcr_err *e);
 

@@ -124,6 +124,10 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		case IBCR_FD_PIPE:
 			fd = pipe_end(f, i, fds, e);
 			break;
+		case IBCR_FD_UNIX:
+		case IBCR_FD_INET:
+			fd = sock_open(f, i, fds, e);
+			break;
 		case IBCR_FD_STDIO:
 		case IBCR_FD_STAGE:
 			continue;	/* per process */

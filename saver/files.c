@@ -99,14 +99,16 @@ static int classify(pid_t pid, int fd, char *link, const struct stat *st,
 		o->kind = IBCR_FD_PIPE;
 	else if (S_ISFIFO(st->st_mode) && link[0] == '/')
 		o->kind = IBCR_FD_FIFO;
-	else if (fd <= 2 && (S_ISCHR(st->st_mode) || S_ISSOCK(st->st_mode)))
+	else if (S_ISSOCK(st->st_mode))
+		o->kind = IBCR_FD_UNIX;	/* settled by sockets_finish */
+	else if (fd <= 2 && S_ISCHR(st->st_mode))
 		o->kind = IBCR_FD_STDIO;
 	else if (is_terminal(st))
 		o->kind = IBCR_FD_TTY;
 	else
 		return ibcr_fail(e, "pid %d fd %d: %s (%s) is not supported yet",
 				 (int)pid, fd, kind_name(st->st_mode, link), link);
-	if (o->kind == IBCR_FD_PIPE || o->kind == IBCR_FD_FIFO)
+	if (o->kind == IBCR_FD_PIPE || o->kind == IBCR_FD_FIFO || o->kind == IBCR_FD_UNIX)
 		o->aux[0] = st->st_ino;
 	return 0;
 }
@@ -400,6 +402,8 @@ static int settle_stdio(const struct target *t, uint32_t n, struct fobjs *o, uin
  */
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e)
 {
+	if (sockets_finish(o, e))
+		return -1;
 	for (uint32_t i = 0; i < o->f.nobjs; i++) {
 		struct ibcr_fobj *ob = &o->f.objs[i];
 		pid_t pid;

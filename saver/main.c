@@ -27,6 +27,7 @@ static void usage(FILE *f)
 		   "  -o, --output IMAGE  write the checkpoint to IMAGE\n"
 		   "  -t, --tree          also every descendant of each PID\n"
 		   "  -k, --kill          kill the processes once the image is complete\n"
+		   "      --tcp-close     give up established TCP connections (restored broken)\n"
 		   "  -s, --stop          leave them stopped (SIGSTOP) instead of running\n"
 		   "      --compress[=zstd|zlib][:LEVEL]\n"
 		   "                      compress page data (default zstd, level 1)\n"
@@ -220,6 +221,7 @@ int main(int argc, char **argv)
 		{ "no-snapshot", no_argument, NULL, 'N' },
 		{ "compress", optional_argument, NULL, 'z' },
 		{ "tree", no_argument, NULL, 't' },
+		{ "tcp-close", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -241,6 +243,7 @@ int main(int argc, char **argv)
 		case 'S': stats = 1; break;
 		case 'N': snapshots = 0; break;
 		case 't': tree = 1; break;
+		case 'T': objs.tcp_close = 1; break;
 		case 'z':
 			if (parse_compress(optarg, &comp)) {
 				fprintf(stderr, "saver: --compress=%s: expected zstd or zlib, "

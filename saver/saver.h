@@ -54,6 +54,7 @@ struct fobjs {
 	pid_t *rep_pid;		/* per object: a process and fd that use it */
 	int *rep_fd;
 	uint32_t cap;
+	int tcp_close;		/* --tcp-close: give up established TCP */
 };
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e);
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e);
@@ -70,6 +71,9 @@ void verbs_release(struct target *t, uint32_t n);
 int verbs_owns_fd(const struct target *t, int fd);
 int verbs_write_section(struct target *t, uint32_t proc, struct img_writer *w,
 			struct ibcr_err *e);
+
+/* sockets.c: every socket's final kind, state and queued bytes */
+int sockets_finish(struct fobjs *o, struct ibcr_err *e);
 
 /* locks.c: file locks held, per descriptor */
 int capture_locks(struct target *t, struct ibcr_err *e);

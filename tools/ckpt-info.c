@@ -60,6 +60,8 @@ static const char *fd_kind(uint32_t k)
 	case IBCR_FD_STAGE: return "stage";
 	case IBCR_FD_PIPE: return "pipe";
 	case IBCR_FD_FIFO: return "fifo";
+	case IBCR_FD_UNIX: return "unix";
+	case IBCR_FD_INET: return "inet";
 	case IBCR_FD_EVENTFD: return "eventfd";
 	case IBCR_FD_TIMERFD: return "timerfd";
 	case IBCR_FD_SIGNALFD: return "sigfd";

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef IBCR_SOCKDIAG_H
+#define IBCR_SOCKDIAG_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "err.h"
+
+/* One socket as NETLINK_SOCK_DIAG describes it. */
+struct sockdiag {
+	uint64_t ino;
+	int family, type, proto, state;
+	/* AF_UNIX */
+	uint64_t peer;		/* peer's inode, 0 none */
+	char name[112];		/* bound name; "@..." abstract; "" none */
+	uint32_t rq, wq;	/* queued: bytes (stream) or messages, and for a */
+				/* listener pending connections / backlog */
+	uint32_t npending;	/* listener: connections not accepted yet */
+	/* AF_INET, AF_INET6 */
+	struct sockaddr_storage local, remote;
+};
+
+/* Every socket of the given family (AF_UNIX, AF_INET, AF_INET6). */
+int sockdiag_dump(int family, int proto, struct sockdiag **out, size_t *n,
+		  struct ibcr_err *e);
+
+#endif

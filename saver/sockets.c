@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Sockets, once every process is known (files.c marks them IBCR_FD_UNIX
+ * with only their inode; here they get their final kind and state).
+ * sock_diag tells each one's family, type, state, names and UNIX peer;
+ * a duplicate of the descriptor (pidfd_getfd) lets the saver read the
+ * options and peek at the bytes waiting, which the process still gets.
+ *
+ * Restorable: UNIX sockets connected to a peer in the image (or whose
+ * peer is gone), listening UNIX and TCP sockets, bound or fresh ones,
+ * datagram sockets connected to a named peer, UDP. A socket leading
+ * outside the image is a std stream on fds 0-2, and refused elsewhere;
+ * an established TCP connection is refused unless --tcp-close gives it
+ * up (restored as an unconnected socket: the program sees it broken).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "saver.h"
+#include "sockdiag.h"
+
+#define TCP_ESTABLISHED_STATE 1
+#define TCP_LISTEN_STATE 10
+
+struct socks {
+	struct sockdiag *d;
+	size_t n;
+};
+
+static const struct sockdiag *find(const struct socks *s, uint64_t ino)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->d[i].ino == ino)
+			return &s->d[i];
+	return NULL;
+}
+
+static int dump_all(struct socks *s, struct ibcr_err *e)
+{
+	static const int fam[][2] = { { AF_UNIX, 0 }, { AF_INET, IPPROTO_TCP },
+				      { AF_INET6, IPPROTO_TCP }, { AF_INET, IPPROTO_UDP },
+				      { AF_INET6, IPPROTO_UDP } };
+
+	for (size_t k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
+		struct sockdiag *d;
+		size_t n;
+
+		if (sockdiag_dump(fam[k][0], fam[k][1], &d, &n, e))
+			return -1;
+		s->d = xrealloc(s->d, sizeof(*s->d) * (s->n + n + 1));
+		memcpy(s->d + s->n, d, sizeof(*d) * n);
+		s->n += n;
+		free(d);
+	}
+	return 0;
+}
+
+/* A descriptor of ours for the same socket. */
+static int grab(pid_t pid, int fd, struct ibcr_err *e)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0), got;
+
+	if (pidfd < 0)
+		return ibcr_fail_errno(e, errno, "pid %d: pidfd_open", (int)pid);
+	got = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	close(pidfd);
+	if (got < 0)
+		return ibcr_fail_errno(e, errno, "pid %d fd %d: getting a copy of its socket",
+				       (int)pid, fd);
+	return got;
+}
+
+static int in_image(const struct fobjs *o, uint64_t ino)
+{
+	for (uint32_t i = 0; i < o->f.nobjs; i++)
+		if (o->f.objs[i].kind == IBCR_FD_UNIX && o->f.objs[i].aux[0] == ino)
+			return 1;
+	return 0;
+}
+
+static void put(struct buf *b, const void *p, size_t n)
+{
+	buf_put(b, p, n);
+}
+
+/*
+ * What waits in the receive queue, without taking it: MSG_PEEK, with a
+ * peek offset walking message by message for datagrams; the socket's own
+ * peek offset is put back as it was.
+ */
+static int peek_queue(int s, const struct sockdiag *d, struct buf *b, struct ibcr_err *e)
+{
+	int old = -1, zero = 0;
+	socklen_t ol = sizeof(old);
+	static uint8_t msg[1 << 20];
+
+	if (!d->rq)
+		return 0;	/* (a datagram socket: the first message's length) */
+	if (d->type == SOCK_STREAM) {
+		ssize_t k = recv(s, msg, sizeof(msg), MSG_PEEK | MSG_DONTWAIT);
+
+		if (k < 0)
+			return ibcr_fail_errno(e, errno, "socket %llu: peeking at its data",
+					       (unsigned long long)d->ino);
+		put(b, msg, (size_t)k);
+		return 0;
+	}
+	getsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &old, &ol);
+	if (setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof(zero)))
+		return ibcr_fail_errno(e, errno, "socket %llu: SO_PEEK_OFF",
+				       (unsigned long long)d->ino);
+	/* every message, until the peek offset runs past the last one */
+	for (uint32_t m = 0; m < 1u << 20; m++) {
+		ssize_t k = recv(s, msg, sizeof(msg), MSG_PEEK | MSG_DONTWAIT);
+		uint32_t len;
+
+		if (k < 0)
+			break;
+		len = (uint32_t)k;
+		put(b, &len, 4);
+		put(b, msg, len);
+	}
+	setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &old, sizeof(old));
+	return 0;
+}
+
+static int unix_socket(struct fobjs *o, uint32_t i, const struct socks *s,
+		       const struct sockdiag *d, struct ibcr_err *e)
+{
+	struct ibcr_fobj *ob = &o->f.objs[i];
+	const struct sockdiag *peer = d->peer ? find(s, d->peer) : NULL;
+	const char *peer_name = peer ? peer->name : "";
+	uint32_t role, len = (uint32_t)strlen(peer_name) + 1;
+	struct buf b = { 0 };
+	int fd, rc;
+
+	if (d->state == TCP_LISTEN_STATE) {
+		if (d->npending)
+			return ibcr_fail(e, "pid %d fd %d: listening socket %s has %u "
+					 "connections not accepted yet: not supported",
+					 (int)o->rep_pid[i], o->rep_fd[i], d->name, d->npending);
+		role = IBCR_SOCK_LISTEN;
+	} else if (d->peer && in_image(o, d->peer)) {
+		role = IBCR_SOCK_PAIR;
+	} else if (d->peer && d->type != SOCK_STREAM && peer && peer->name[0]) {
+		role = IBCR_SOCK_BOUND;	/* a datagram socket, reconnected by name */
+	} else if (d->peer && peer) {
+		return 1;	/* connected to a process outside */
+	} else if (d->state == TCP_ESTABLISHED_STATE && d->type != SOCK_DGRAM) {
+		role = IBCR_SOCK_PAIR;	/* its peer is gone: restored closed */
+	} else {
+		role = d->name[0] ? IBCR_SOCK_BOUND : IBCR_SOCK_FRESH;
+	}
+	ob->aux[1] = (uint64_t)d->type | (uint64_t)role << 8;
+	ob->aux[2] = role == IBCR_SOCK_PAIR ? d->peer : 0;
+	ob->aux[3] = d->wq;	/* a listener's backlog */
+	free(o->f.paths[i]);
+	o->f.paths[i] = xstrdup(d->name);
+	put(&b, &len, 4);
+	put(&b, peer_name, len);
+	if ((fd = grab(o->rep_pid[i], o->rep_fd[i], e)) < 0)
+		return -1;
+	rc = role == IBCR_SOCK_LISTEN ? 0 : peek_queue(fd, d, &b, e);
+	close(fd);
+	o->f.data[i] = b.p;
+	ob->data_len = b.len;
+	return rc;
+}
+
+static uint32_t options(int fd, int family, int proto)
+{
+	static const struct {
+		int level, name;
+		uint32_t bit;
+	} opt[] = {
+		{ SOL_SOCKET, SO_REUSEADDR, IBCR_SOCKOPT_REUSEADDR },
+		{ SOL_SOCKET, SO_REUSEPORT, IBCR_SOCKOPT_REUSEPORT },
+		{ SOL_SOCKET, SO_KEEPALIVE, IBCR_SOCKOPT_KEEPALIVE },
+		{ IPPROTO_TCP, TCP_NODELAY, IBCR_SOCKOPT_NODELAY },
+		{ IPPROTO_IPV6, IPV6_V6ONLY, IBCR_SOCKOPT_V6ONLY },
+	};
+	uint32_t bits = 0;
+
+	for (size_t k = 0; k < sizeof(opt) / sizeof(opt[0]); k++) {
+		int v = 0;
+		socklen_t l = sizeof(v);
+
+		if ((opt[k].level == IPPROTO_TCP && proto != IPPROTO_TCP) ||
+		    (opt[k].level == IPPROTO_IPV6 && family != AF_INET6))
+			continue;
+		if (!getsockopt(fd, opt[k].level, opt[k].name, &v, &l) && v)
+			bits |= opt[k].bit;
+	}
+	return bits;
+}
+
+static int inet_socket(struct fobjs *o, uint32_t i, const struct sockdiag *d, struct ibcr_err *e)
+{
+	struct ibcr_fobj *ob = &o->f.objs[i];
+	struct sockaddr_in6 addr[2];
+	uint32_t role;
+	int fd, bound = ((struct sockaddr_in *)&d->local)->sin_port != 0;
+
+	if (d->proto == IPPROTO_TCP && d->state == TCP_LISTEN_STATE)
+		role = IBCR_SOCK_LISTEN;
+	else if (d->proto == IPPROTO_TCP && d->state != 7 /* CLOSE */ && !o->tcp_close)
+		return ibcr_fail(e, "pid %d fd %d: TCP connection (state %d) cannot be "
+				 "restored here; saver --tcp-close gives it up",
+				 (int)o->rep_pid[i], o->rep_fd[i], d->state);
+	else if (d->proto == IPPROTO_TCP && d->state != 7)
+		role = IBCR_SOCK_CLOSED;
+	else
+		role = bound ? IBCR_SOCK_BOUND : IBCR_SOCK_FRESH;
+	if ((fd = grab(o->rep_pid[i], o->rep_fd[i], e)) < 0)
+		return -1;
+	ob->aux[1] = (uint64_t)d->family | (uint64_t)d->type << 8 | (uint64_t)role << 16;
+	ob->aux[2] = d->wq;	/* a listener's backlog */
+	ob->aux[3] = options(fd, d->family, d->proto);
+	close(fd);
+	memset(addr, 0, sizeof(addr));
+	memcpy(&addr[0], &d->local, sizeof(addr[0]));
+	memcpy(&addr[1], &d->remote, sizeof(addr[1]));
+	o->f.data[i] = xmalloc(sizeof(addr));
+	memcpy(o->f.data[i], addr, sizeof(addr));
+	ob->data_len = sizeof(addr);
+	return 0;
+}
+
+int sockets_finish(struct fobjs *o, struct ibcr_err *e)
+{
+	struct socks s = { NULL, 0 };
+	int rc = 0;
+
+	for (uint32_t i = 0; i < o->f.nobjs && !s.d; i++)
+		if (o->f.objs[i].kind == IBCR_FD_UNIX && dump_all(&s, e))
+			return -1;
+	for (uint32_t i = 0; i < o->f.nobjs && !rc; i++) {
+		struct ibcr_fobj *ob = &o->f.objs[i];
+		const struct sockdiag *d;
+
+		if (ob->kind != IBCR_FD_UNIX || ob->aux[1])
+			continue;
+		d = find(&s, ob->aux[0]);
+		if (!d) {
+			ob->kind = IBCR_FD_STDIO;	/* netlink, packet...: see below */
+			ob->aux[1] = 1;
+			continue;
+		}
+		if (d->family == AF_UNIX)
+			rc = unix_socket(o, i, &s, d, e);
+		else {
+			ob->kind = IBCR_FD_INET;
+			rc = inet_socket(o, i, d, e);
+		}
+		if (rc > 0) {	/* leads outside: a std stream, if only on 0-2 */
+			ob->kind = IBCR_FD_STDIO;
+			rc = 0;
+		}
+	}
+	free(s.d);
+	return rc;
+}
