@@ -93,6 +93,15 @@ children_of() {
 	return 0
 }
 
+# pgid_of PID: its process group (no ps in the arm64 guest).
+pgid_of() {
+	local s
+	read -r s <"/proc/$1/stat" || return 1
+	s=${s##*) }
+	read -r _ _ s _ <<<"$s"
+	echo "$s"
+}
+
 # restart IMAGE: runs restart-loader in the background (stdout and stderr
 # to $T/loader.out unless LOADER_OUT is set; stderr to LOADER_ERR if set).
 # Sets LPID (what to wait for) and RPID (the restored process, once it

@@ -9,18 +9,24 @@ for c in --compress --compress=zlib --compress=zstd:5; do
 	start "$T/prog.out" "$PROGS/heap" 40 50
 	pid=$PID
 	wait_line "$T/prog.out" '^tick 3 '
+	maps "$pid" >"$T/maps.before"
 	"$SAVER" -o "$T/raw.ckpt" "$pid" 2>"$T/saver.err" || fail "saver: $(cat "$T/saver.err")"
 	checkpoint "$pid" "$T/img.ckpt" --kill "$c"
 	wait "$pid" 2>/dev/null || true
 	raw=$(stat -c %s "$T/raw.ckpt")
 	comp=$(stat -c %s "$T/img.ckpt")
 	[ "$comp" -lt $((raw / 3)) ] || fail "$c: image $comp bytes, uncompressed $raw: not 3x smaller"
+	before=$(last_tick "$T/prog.out")
 	restart "$T/img.ckpt"
 	expect_pid "$pid" "$RPID"
+	wait_line "$T/prog.out" "^tick $((before + 1)) "
+	maps "$RPID" >"$T/maps.after"
 	wait "$LPID" || fail "$c: restored program exited with status $?"
 	grep -q '^DONE' "$T/prog.out" || fail "$c: program did not finish"
 	grep -q FAIL "$T/prog.out" && fail "$c: program found its heap changed"
 	assert_ticks_continuous "$T/prog.out"
+	diff "$T/maps.before" "$T/maps.after" >"$T/maps.diff" ||
+		fail "$c: memory layout changed: $(cat "$T/maps.diff")"
 	note "$c: $raw -> $comp bytes"
 done
 
@@ -31,7 +37,7 @@ pid=$PID
 wait_line "$T/prog.out" '^tick 2 '
 checkpoint "$pid" "$T/img.ckpt" --kill --compress
 wait "$pid" 2>/dev/null || true
-python3 "$(dirname "$0")/imgtool.py" flip "$T/img.ckpt" PAGES >/dev/null ||
+"$PROGS/imgtool" flip "$T/img.ckpt" PAGES >/dev/null ||
 	fail "imgtool could not damage the image"
 "$INFO" --verify "$T/img.ckpt" >"$T/verify.out" 2>&1 && fail "ckpt-info --verify accepted a damaged block"
 timeout 60 "$LOADER" "$T/img.ckpt" >"$T/loader.out" 2>&1 && fail "restart-loader accepted a damaged block"
