@@ -345,6 +345,9 @@ enum ibcr_vma_kind {
 #define IBCR_VMAF_SHMREF 0x80	/* SHMEM: its data is saved with another */
 				/* region of the same object (file_dev/ino) */
 #define IBCR_VMAF_SYSV 0x100	/* SHMEM: a SysV segment; file_ino is its id */
+#define IBCR_VMAF_NAMED 0x200	/* SHMEM: a file (tmpfs or mapped writable */
+				/* shared) whose mapped content is saved; */
+				/* the region's name is its path */
 
 /* madvise state (from smaps VmFlags). */
 #define IBCR_MADV_HUGEPAGE 0x1
@@ -367,7 +370,11 @@ struct ibcr_vma {
 	uint64_t run0, nruns;	/* its runs in the run table */
 	uint64_t data_off;	/* its page data, from the PAGES payload start */
 	uint64_t data_len;
-	uint64_t file_ino, file_dev, file_size, file_mtime_ns;
+	uint64_t file_ino, file_dev, file_size;
+	union {
+		uint64_t file_mtime_ns;	/* FILE: the file's mtime */
+		uint64_t file_mode;	/* SHMEM with NAMED: its st_mode */
+	};
 };
 
 /* A run of stored pages: [addr, addr + npages * page_size). */

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -59,7 +60,7 @@ static uint32_t parse_vmflags(const char *s)
 		{ "mg", VMF_MERGEABLE }, { "io", VMF_IO },
 		{ "pf", VMF_PFNMAP }, { "ht", VMF_HUGETLB },
 		{ "nr", VMF_NORESERVE }, { "lo", VMF_LOCKED },
-		{ "ac", VMF_ACCOUNT },
+		{ "ac", VMF_ACCOUNT }, { "mw", VMF_MAYWRITE },
 	};
 	uint32_t f = 0;
 
@@ -138,4 +139,40 @@ void maps_free(struct maps_entry *m, size_t n)
 	for (size_t i = 0; i < n; i++)
 		free(m[i].path);
 	free(m);
+}
+
+static int maps_has(pid_t pid, unsigned major, unsigned minor, uint64_t ino)
+{
+	struct ibcr_err e;
+	struct maps_entry *m;
+	size_t n;
+	int found = 0;
+
+	if (maps_read(pid, 0, &m, &n, &e))
+		return 0;	/* gone, or not ours to read: cannot tell */
+	for (size_t i = 0; i < n && !found; i++)
+		found = m[i].dev_major == major && m[i].dev_minor == minor && m[i].ino == ino;
+	maps_free(m, n);
+	return found;
+}
+
+pid_t maps_users(unsigned major, unsigned minor, uint64_t ino)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	pid_t self = getpid(), found = 0;
+
+	if (!d)
+		return 0;
+	while (!found && (de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (*end || pid <= 0 || pid == self)
+			continue;
+		if (maps_has((pid_t)pid, major, minor, ino))
+			found = (pid_t)pid;
+	}
+	closedir(d);
+	return found;
 }

@@ -22,6 +22,7 @@
 #define VMF_NORESERVE 0x400	/* nr */
 #define VMF_LOCKED 0x800	/* lo */
 #define VMF_ACCOUNT 0x1000	/* ac */
+#define VMF_MAYWRITE 0x2000	/* mw */
 
 struct maps_entry {
 	uint64_t start, end, pgoff;
@@ -39,6 +40,8 @@ struct maps_entry {
  */
 int maps_read(pid_t pid, int with_flags, struct maps_entry **out, size_t *n,
 	      struct ibcr_err *e);
+/* A process (not this one) that maps the file, or 0 when none is seen. */
+pid_t maps_users(unsigned major, unsigned minor, uint64_t ino);
 void maps_free(struct maps_entry *m, size_t n);
 
 /* Reads a whole /proc file; *out is malloc'd and NUL-terminated. */

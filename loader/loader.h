@@ -23,6 +23,8 @@ struct shm_obj {
 	uint64_t dev, ino;	/* its identity in the image */
 	uint64_t addr, size;	/* where it is mapped in the loader */
 	const struct ibcr_sysv_shm *sysv;	/* a SysV segment: its record */
+	const struct ibcr_vma *named;	/* a file (IBCR_VMAF_NAMED): a region */
+	const char *path;		/* of it, and the file's path */
 };
 
 /* One restore of one process, as the loader's musl part prepares it. */

@@ -301,6 +301,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "restart-loader: %s\n", j ? e.msg : "out of memory");
 		return 1;
 	}
+	/* first: files mapped shared are made again here, and may be open too */
+	if (imgr_load_sysv(&r, &sysv, &e) || shm_prepare(j, r.hdr.nprocs, &sysv, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
 	base = fd_base(j, r.hdr.nprocs);
 	if ((img_fd = fcntl(r.fd, F_DUPFD_CLOEXEC, base)) < 0 ||
 	    objects_open(&files, base, &obj_fds, &e)) {
@@ -314,10 +319,6 @@ int main(int argc, char **argv)
 		j[i].rs.fd_base = base;
 	}
 	tree_link(j, r.hdr.nprocs);
-	if (imgr_load_sysv(&r, &sysv, &e) || shm_prepare(j, r.hdr.nprocs, &sysv, &e)) {
-		fprintf(stderr, "restart-loader: %s\n", e.msg);
-		return 1;
-	}
 	if (tree_start(j, r.hdr.nprocs, base, verbose) || wait_ready(j, r.hdr.nprocs)) {
 		kill_all(j, r.hdr.nprocs);
 		return 1;

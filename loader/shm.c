@@ -2,9 +2,10 @@
 /*
  * Shared memory between restored processes (MAP_SHARED anonymous memory
  * that several processes of the image map, e.g. made before a fork, and
- * SysV segments, with their ids) is one object again: the loader creates it once, before it forks, at an
- * address free in every saved layout, fills it from the regions that
- * hold its data, and every process inherits the mapping. Each process's
+ * SysV segments, with their ids, and files mapped shared, at their
+ * paths) is one object again: the loader creates it once, before it
+ * forks, at an address free in every saved layout, fills it from the
+ * regions that hold its data, and every process inherits the mapping. Each process's
  * core then maps its regions of the object with mremap(old size 0),
  * which maps the same pages again, and drops the inherited mapping.
  */
@@ -16,6 +17,9 @@
 #include <sys/mman.h>
 #include <sys/shm.h>
 #include <unistd.h>
+#include <linux/falloc.h>
+
+#include "procfs.h"
 
 #include "buf.h"
 #include "crc32c.h"
@@ -96,6 +100,94 @@ attach:
 	return 0;
 }
 
+/* For file systems that cannot punch holes. */
+static int zero_fill(int fd, uint64_t off, uint64_t len)
+{
+	static const uint8_t zeros[65536];
+
+	while (len) {
+		size_t k = len < sizeof(zeros) ? (size_t)len : sizeof(zeros);
+		ssize_t w = pwrite(fd, zeros, k, (off_t)off);
+
+		if (w <= 0)
+			return -1;
+		off += (uint64_t)w;
+		len -= (uint64_t)w;
+	}
+	return 0;
+}
+
+/* The file is in use by a process outside the restore (the checkpointed
+ * job still runs?): writing the saved content would change its memory. */
+static int named_in_use(const struct shm_obj *o, struct ibcr_err *e)
+{
+	pid_t pid = maps_users(o->dev >> 32, o->dev & 0xffffffffu, o->ino);
+
+	if (pid > 0)
+		return ibcr_fail(e, "%s: mapped by running pid %d, outside this restore (does "
+				 "the checkpointed job still run?)", o->path, (int)pid);
+	return 0;
+}
+
+/*
+ * The parts of the file that the regions map get exactly their saved
+ * content: zeros first (the image leaves out zero pages), the data when
+ * the regions are filled. What no region maps is left as the file has it.
+ */
+static int named_zero(int fd, struct job *j, uint32_t n, const struct shm_obj *o,
+		      struct ibcr_err *e)
+{
+	for (uint32_t k = 0; k < n; k++)
+		for (uint32_t i = 0; i < j[k].ps.nvmas; i++) {
+			const struct ibcr_vma *v = &j[k].ps.vmas[i];
+			uint64_t from = v->pgoff, to = v->pgoff + (v->end - v->start);
+
+			if (v->kind != IBCR_VMA_SHMEM || v->file_dev != o->dev ||
+			    v->file_ino != o->ino)
+				continue;
+			if (to > o->named->file_size)
+				to = o->named->file_size;
+			if (from < to && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+						   (off_t)from, (off_t)(to - from)) &&
+			    zero_fill(fd, from, to - from))
+				return ibcr_fail_errno(e, errno, "%s: clearing bytes %llu-%llu",
+						       o->path, (unsigned long long)from,
+						       (unsigned long long)to);
+		}
+	return 0;
+}
+
+/* A file mapped shared (IBCR_VMAF_NAMED): made again at its path, with
+ * its saved size, and mapped where the processes will find it. */
+static int named_open(struct job *j, uint32_t n, struct shm_obj *o, struct ibcr_err *e)
+{
+	int fd;
+	void *p;
+
+	if (named_in_use(o, e))
+		return -1;
+	fd = open(o->path, O_RDWR | O_CREAT | O_CLOEXEC, (mode_t)(o->named->file_mode & 07777));
+	if (fd < 0)
+		return ibcr_fail_errno(e, errno, "%s (a file the processes mapped shared)",
+				       o->path);
+	if (ftruncate(fd, (off_t)o->named->file_size)) {
+		ibcr_fail_errno(e, errno, "%s: setting its size to %llu", o->path,
+				(unsigned long long)o->named->file_size);
+		close(fd);
+		return -1;
+	}
+	if (named_zero(fd, j, n, o, e)) {
+		close(fd);
+		return -1;
+	}
+	p = mmap((void *)(uintptr_t)o->addr, o->size, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return ibcr_fail_errno(e, errno, "%s: mapping it", o->path);
+	return 0;
+}
+
 static struct shm_obj *find(struct shm_obj *o, uint32_t n, const struct ibcr_vma *v)
 {
 	for (uint32_t i = 0; i < n; i++)
@@ -169,7 +261,12 @@ static void object_sizes(struct job *j, uint32_t n, const struct ibcr_sysv *sv,
 			if (!x) {
 				o = xrealloc(o, sizeof(*o) * (m + 1));
 				x = &o[m++];
-				*x = (struct shm_obj){ v->file_dev, v->file_ino, 0, 0, NULL };
+				*x = (struct shm_obj){ v->file_dev, v->file_ino, 0, 0, NULL, NULL,
+						       NULL };
+			}
+			if (v->flags & IBCR_VMAF_NAMED) {
+				x->named = v;
+				x->path = j[k].ps.vma_names[i];
 			}
 			if (end > x->size)
 				x->size = end;
@@ -203,6 +300,8 @@ int shm_prepare(struct job *j, uint32_t n, const struct ibcr_sysv *sv, struct ib
 			rc = -1;
 		else if (o[x].sysv)
 			rc = sysv_create(o[x].sysv, o[x].addr, e);
+		else if (o[x].named)
+			rc = named_open(j, n, &o[x], e);
 		else if ((p = mmap((void *)(uintptr_t)o[x].addr, o[x].size, PROT_READ | PROT_WRITE,
 				   MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0)) ==
 			 MAP_FAILED)

@@ -282,6 +282,8 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < n && !rc; i++)
 		rc = t[i].zombie ? 0 : capture(&t[i], &objs, &e);
 	if (!rc)
+		shm_join_named(t, n);
+	if (!rc)
 		rc = files_finish(t, n, &objs, &e);
 	if (!rc)
 		rc = sysv_capture(t, n, &sysv, &e);

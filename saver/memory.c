@@ -21,6 +21,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -81,6 +84,29 @@ static void shm_identity(const struct maps_entry *m, struct ibcr_vma *v)
 		v->flags |= IBCR_VMAF_SYSV;
 }
 
+static int on_tmpfs(const char *path)
+{
+	struct statfs fs;
+
+	return !statfs(path, &fs) && fs.f_type == TMPFS_MAGIC;
+}
+
+/*
+ * A file mapped shared and writable, or on tmpfs (POSIX shm in /dev/shm,
+ * job files in a tmpfs /tmp), is memory the processes share: its mapped
+ * content is saved and written back into the file at restore, so that
+ * the processes find what they left, wherever they are restored.
+ */
+static void named_shm(const struct maps_entry *m, const struct stat *st,
+		      struct ibcr_vma *v)
+{
+	v->kind = IBCR_VMA_SHMEM;
+	v->flags |= IBCR_VMAF_NAMED;
+	shm_identity(m, v);
+	v->file_size = (uint64_t)st->st_size;
+	v->file_mode = st->st_mode & 07777;
+}
+
 static int classify_file(struct target *t, const struct maps_entry *m,
 			 struct ibcr_vma *v, struct ibcr_err *e)
 {
@@ -109,6 +135,10 @@ static int classify_file(struct target *t, const struct maps_entry *m,
 	}
 	if (!S_ISREG(st.st_mode))
 		return REGION_FAIL("mapping of a device or special file: not supported");
+	if (m->shared && ((m->vmflags & VMF_MAYWRITE) || on_tmpfs(p))) {
+		named_shm(m, &st, v);
+		return 0;
+	}
 	v->kind = IBCR_VMA_FILE;
 	v->file_ino = st.st_ino;
 	v->file_dev = st.st_dev;
@@ -205,6 +235,42 @@ int capture_memory_map(struct target *t, struct ibcr_err *e)
 	}
 	maps_free(m, n);
 	return 0;
+}
+
+static const struct ibcr_vma *named(const struct target *t, uint32_t n, uint64_t dev,
+				    uint64_t ino)
+{
+	for (uint32_t k = 0; k < n; k++)
+		for (uint32_t i = 0; i < t[k].ps.nvmas; i++)
+			if ((t[k].ps.vmas[i].flags & IBCR_VMAF_NAMED) &&
+			    t[k].ps.vmas[i].file_dev == dev && t[k].ps.vmas[i].file_ino == ino)
+				return &t[k].ps.vmas[i];
+	return NULL;
+}
+
+/*
+ * A reader that maps a file read-only sees the content a writer in the
+ * image changed: its mapping must come back on the restored content too,
+ * without the size and mtime check that the writing invalidates.
+ */
+void shm_join_named(struct target *t, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++)
+		for (uint32_t i = 0; i < t[k].ps.nvmas; i++) {
+			struct ibcr_vma *v = &t[k].ps.vmas[i];
+			uint64_t dev = ((uint64_t)major((dev_t)v->file_dev) << 32) |
+				       minor((dev_t)v->file_dev);
+			const struct ibcr_vma *w;
+
+			if (v->kind != IBCR_VMA_FILE || !(v->flags & IBCR_VMAF_SHARED) ||
+			    !(w = named(t, n, dev, v->file_ino)))
+				continue;
+			v->kind = IBCR_VMA_SHMEM;
+			v->flags |= IBCR_VMAF_NAMED;
+			v->file_dev = dev;
+			v->file_size = w->file_size;
+			v->file_mode = w->file_mode;
+		}
 }
 
 /* State of the region being streamed. */

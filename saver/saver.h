@@ -61,6 +61,8 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 
 /* memory.c */
 int capture_memory_map(struct target *t, struct ibcr_err *e);
+/* Makes every mapping of a file saved as shared memory one (NAMED). */
+void shm_join_named(struct target *t, uint32_t n);
 int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
 		 int codec, int level, struct ibcr_err *e);
 

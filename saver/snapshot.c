@@ -8,7 +8,8 @@
  * then kills it, and has the process reap it with one more injected call
  * (wait4 with __WALL), since a child without exit signal is never
  * announced to its parent. Regions that a fork does not copy faithfully
- * (MADV_DONTFORK, MADV_WIPEONFORK) make the saver write while frozen.
+ * (MADV_DONTFORK, MADV_WIPEONFORK, and shared memory, which the process
+ * writes on) make the saver write while frozen.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,10 +24,12 @@
 #include "ptrace_util.h"
 #include "saver.h"
 
+/* Shared memory is no snapshot: the process writes on into it. */
 static int forks_faithfully(const struct target *t)
 {
 	for (uint32_t i = 0; i < t->ps.nvmas; i++)
-		if (t->ps.vmas[i].madv & (IBCR_MADV_DONTFORK | IBCR_MADV_WIPEONFORK))
+		if ((t->ps.vmas[i].madv & (IBCR_MADV_DONTFORK | IBCR_MADV_WIPEONFORK)) ||
+		    t->ps.vmas[i].kind == IBCR_VMA_SHMEM)
 			return 0;
 	return 1;
 }

@@ -1,15 +1,24 @@
 // SPDX-License-Identifier: MIT
 /*
- * Memory shared between processes: a parent maps MAP_SHARED anonymous
- * memory, fills a part of it with a pattern and forks two workers; each
- * worker counts in its own slot of the shared page, and the parent can
- * only see the counts move if the memory is really shared. The parent
- * prints "tick N pid P counts A B" and fails when a count stands still for
- * 20 ticks (its worker is not sharing any more) or the pattern changed.
+ * Memory shared between processes: a parent maps shared memory, fills a
+ * part of it with a pattern and forks two workers; each worker counts in
+ * its own slot of the shared page, and the parent can only see the counts
+ * move if the memory is really shared. The parent prints "tick N pid P
+ * counts A B" and fails when a count stands still for 20 ticks (its worker
+ * is not sharing any more) or the pattern changed.
  *
- *   shared [TICKS [MS]]
+ *   shared [TICKS [MS [KIND [PATH]]]]
+ *
+ * KIND is what the memory is: anon (MAP_SHARED anonymous, inherited),
+ * posix (shm_open(PATH), mapped again by each worker), file (the file
+ * PATH, likewise) or memfd (each worker maps the inherited memfd, which
+ * all then close).
  */
+#define _GNU_SOURCE
+#include <fcntl.h>
 #include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +51,32 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+enum kind { ANON, POSIX, FILE_, MEMFD };
+
+/* A mapping of the object of its own; fd is -1 for anonymous memory. */
+static struct shared *map(int fd)
+{
+	void *p = mmap(NULL, SIZE, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | (fd < 0 ? MAP_ANONYMOUS : 0), fd, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static int open_object(enum kind kind, const char *path)
+{
+	int fd = -1;
+
+	if (kind == POSIX)
+		fd = shm_open(path, O_RDWR | O_CREAT, 0640);
+	else if (kind == FILE_)
+		fd = open(path, O_RDWR | O_CREAT, 0640);
+	else if (kind == MEMFD)
+		fd = memfd_create("shared-test", 0);
+	if (fd >= 0 && ftruncate(fd, SIZE))
+		return -1;
+	return fd;
+}
+
 static int worker(struct shared *s, int k)
 {
 	while (!atomic_load(&s->stop)) {
@@ -54,20 +89,32 @@ static int worker(struct shared *s, int k)
 int main(int argc, char **argv)
 {
 	long ticks = argc > 1 ? atol(argv[1]) : 40, ms = argc > 2 ? atol(argv[2]) : 100;
-	struct shared *s = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-				-1, 0);
-	size_t words = (SIZE - sizeof(*s)) / 8;
+	const char *kinds = argc > 3 ? argv[3] : "anon", *path = argc > 4 ? argv[4] : "";
+	enum kind kind = !strcmp(kinds, "posix") ? POSIX : !strcmp(kinds, "file") ? FILE_ :
+			 !strcmp(kinds, "memfd") ? MEMFD : ANON;
+	int fd = open_object(kind, path), still[2] = { 0, 0 }, st;
+	struct shared *s = kind == ANON || fd >= 0 ? map(fd) : NULL;
+	size_t words = (SIZE - sizeof(struct shared)) / 8;
 	unsigned long last[2] = { 0, 0 };
-	int still[2] = { 0, 0 }, st;
 	pid_t w[2];
 
-	if (s == MAP_FAILED)
+	if (!s) {
+		perror("shared: the shared object");
 		return 2;
+	}
 	for (size_t i = 0; i < words; i++)
 		s->pattern[i] = mix(i);
 	for (int k = 0; k < 2; k++)
-		if ((w[k] = fork()) == 0)
-			return worker(s, k);
+		if ((w[k] = fork()) == 0) {
+			/* a mapping of its own, not the inherited one */
+			struct shared *mine = fd >= 0 ? map(fd) : s;
+
+			if (fd >= 0)
+				close(fd);
+			return mine ? worker(mine, k) : 2;
+		}
+	if (fd >= 0)
+		close(fd);
 	for (long n = 0; n < ticks; n++) {
 		for (int k = 0; k < 2; k++) {
 			unsigned long c = atomic_load(&s->count[k]);
