@@ -19,7 +19,8 @@ struct img_writer {
 	char *path, *tmp;
 	uint64_t off;		/* logical end of the file */
 	uint64_t nsections;
-	uint8_t *wbuf;
+	struct wqueue *q;	/* writes in the background (wqueue.h) */
+	uint8_t *wbuf;		/* its buffer being filled */
 	size_t wlen;
 	/* the section being streamed, if any */
 	int streaming;

@@ -12,55 +12,44 @@
 #include "buf.h"
 #include "crc32c.h"
 #include "image_io.h"
+#include "wqueue.h"
 
-#define WBUF_SIZE (1u << 20)
-
-static int write_all(int fd, const void *p, size_t n)
+/* Hands the filled buffer to the writing thread and takes the next one. */
+static int flush(struct img_writer *w, struct ibcr_err *e)
 {
-	const uint8_t *c = p;
-
-	while (n) {
-		ssize_t k = write(fd, c, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -1;
-		if (k == 0) {
-			errno = ENOSPC;
-			return -1;
-		}
-		c += k;
-		n -= (size_t)k;
-	}
+	if (w->wlen && wq_submit(w->q, w->wlen))
+		return ibcr_fail_errno(e, errno, "writing image %s", w->tmp);
+	w->wbuf = wq_buf(w->q);
+	w->wlen = 0;
 	return 0;
 }
 
-static int flush(struct img_writer *w, struct ibcr_err *e)
+/* Everything put so far is in the file. */
+static int drain(struct img_writer *w, struct ibcr_err *e)
 {
-	if (w->wlen && write_all(w->fd, w->wbuf, w->wlen))
-		return ibcr_fail_errno(e, errno, "writing image %s", w->path);
-	w->wlen = 0;
+	if (flush(w, e))
+		return -1;
+	if (wq_drain(w->q))
+		return ibcr_fail_errno(e, errno, "writing image %s", w->tmp);
 	return 0;
 }
 
 static int put(struct img_writer *w, const void *p, uint64_t n,
 	       struct ibcr_err *e)
 {
-	if (w->wlen + n > WBUF_SIZE) {
-		if (flush(w, e))
+	const uint8_t *c = p;
+
+	while (n) {
+		size_t k = WQ_BUF_SIZE - w->wlen < n ? WQ_BUF_SIZE - w->wlen : (size_t)n;
+
+		memcpy(w->wbuf + w->wlen, c, k);
+		w->wlen += k;
+		w->off += k;
+		c += k;
+		n -= k;
+		if (w->wlen == WQ_BUF_SIZE && flush(w, e))
 			return -1;
-		if (n >= WBUF_SIZE) {
-			if (write_all(w->fd, p, n))
-				return ibcr_fail_errno(e, errno, "writing image %s",
-						       w->path);
-			w->off += n;
-			return 0;
-		}
 	}
-	memcpy(w->wbuf + w->wlen, p, n);
-	w->wlen += n;
-	w->off += n;
 	return 0;
 }
 
@@ -102,7 +91,16 @@ int imgw_open(struct img_writer *w, const char *path, uint32_t arch,
 		free(w->tmp);
 		return -1;
 	}
-	w->wbuf = xmalloc(WBUF_SIZE);
+	w->q = wq_open(w->fd);
+	if (!w->q) {
+		ibcr_fail(e, "creating image %s: no thread to write it", w->tmp);
+		close(w->fd);
+		unlink(w->tmp);
+		free(w->path);
+		free(w->tmp);
+		return -1;
+	}
+	w->wbuf = wq_buf(w->q);
 
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, IBCR_MAGIC, 8);
@@ -201,7 +199,7 @@ int imgw_end(struct img_writer *w, struct ibcr_err *e)
 	w->sec.data_crc = w->sec_crc;
 	seal_sec(&w->sec);
 	w->streaming = 0;
-	if (flush(w, e))
+	if (drain(w, e))
 		return -1;
 	if (pwrite(w->fd, &w->sec, sizeof(w->sec), (off_t)w->sec_off) !=
 	    (ssize_t)sizeof(w->sec))
@@ -234,8 +232,10 @@ int imgw_commit(struct img_writer *w, struct ibcr_err *e)
 	end.file_size = w->off;
 	if (imgw_section(w, IBCR_SEC_END, IBCR_PROC_NONE, NULL, &end,
 			 sizeof(end), e) ||
-	    flush(w, e))
+	    drain(w, e))
 		goto fail;
+	wq_close(w->q);
+	w->q = NULL;
 	if (fsync(w->fd)) {
 		ibcr_fail_errno(e, errno, "syncing image %s", w->tmp);
 		goto fail;
@@ -253,7 +253,6 @@ int imgw_commit(struct img_writer *w, struct ibcr_err *e)
 	/* On failure the image is complete; only its durability is unsure. */
 	int rc = sync_dir(w->path, e);
 
-	free(w->wbuf);
 	free(w->tmp);
 	free(w->path);
 	return rc;
@@ -264,12 +263,13 @@ fail:
 
 void imgw_abort(struct img_writer *w)
 {
+	wq_close(w->q);
+	w->q = NULL;
 	if (w->fd >= 0)
 		close(w->fd);
 	w->fd = -1;
 	if (w->tmp)
 		unlink(w->tmp);
-	free(w->wbuf);
 	free(w->tmp);
 	free(w->path);
 	w->wbuf = NULL;

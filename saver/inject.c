@@ -27,8 +27,17 @@ int read_target(struct target *t, uint64_t addr, void *buf, size_t len,
 {
 	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
 	pid_t from = t->mem_pid ? t->mem_pid : t->pid;
-	ssize_t got = process_vm_readv(from, &local, 1, &remote, 1, 0);
+	ssize_t got;
 
+	/*
+	 * A snapshot shares its pages copy-on-write with the running
+	 * process: process_vm_readv pins them, and the kernel copies every
+	 * page it pins that way (no pinned page may be shared with a
+	 * writer). /proc/PID/mem reads without pinning.
+	 */
+	if (t->mem_pid && pread(t->memfd, buf, len, (off_t)addr) == (ssize_t)len)
+		return 0;
+	got = process_vm_readv(from, &local, 1, &remote, 1, 0);
 	if (got == (ssize_t)len)
 		return 0;
 	/* /proc/PID/mem also reads pages the process cannot (PROT_NONE). */

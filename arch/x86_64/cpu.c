@@ -29,8 +29,14 @@ static uint64_t enabled_xfeatures(void)
 
 int arch_check_cpu(const uint8_t *fpregs, uint32_t size, char *why, size_t n)
 {
+	unsigned int a, b, c, d;
 	uint64_t saved, here;
 
+	/* the restore core checks page data with the SSE4.2 crc32 instruction */
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSE4_2)) {
+		snprintf(why, n, "this CPU lacks SSE4.2 (x86-64-v2), which restart-loader needs");
+		return -1;
+	}
 	if (size < 512 + 64)
 		return 0;	/* legacy FXSAVE only: every x86_64 has it */
 	/* ptrace's NT_X86_XSTATE keeps the saving kernel's XCR0 at byte 464 */

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef IBCR_WQUEUE_H
+#define IBCR_WQUEUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * A file written by a thread of its own, in order, from a ring of
+ * buffers: the caller fills one buffer while the previous ones are
+ * written, so reading a process's memory and writing the image overlap.
+ * The thread also starts writeback behind itself (sync_file_range), so
+ * that the final fsync finds little left to do.
+ *
+ * Errors of the thread (a full disk) come back from the next wq_submit
+ * or wq_drain as -1 with errno set.
+ */
+#define WQ_BUF_SIZE (4u << 20)
+
+struct wqueue;
+
+struct wqueue *wq_open(int fd);
+/* The buffer to fill next, WQ_BUF_SIZE bytes. */
+uint8_t *wq_buf(struct wqueue *q);
+/* Hands the first `len` bytes of the current buffer to the thread. */
+int wq_submit(struct wqueue *q, size_t len);
+/* Waits until everything submitted is written. */
+int wq_drain(struct wqueue *q);
+/* Drains (errors ignored: the caller is giving up or has drained), stops, frees. */
+void wq_close(struct wqueue *q);
+
+#endif
