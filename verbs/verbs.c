@@ -837,15 +837,17 @@ EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 {
 	struct sqp *q = SQP(qp);
+	uint32_t rqpn;
 	int g, r;
 
 	if (!IS_V(qp))
 		return R.destroy_qp(qp);
 	g = gate_enter(0);
+	rqpn = q->real->qp_num;
 	r = R.destroy_qp(q->real);
 	if (!r) {
 		pthread_mutex_lock(&S.lock);
-		ht_del(&q->ctx->qtab, q->real->qp_num);
+		ht_del(&q->ctx->qtab, rqpn);
 		list_del(&q->link);
 		pthread_mutex_unlock(&S.lock);
 		/* The real QP is gone; q->real is not touched again. */

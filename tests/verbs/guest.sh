@@ -19,6 +19,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 B=$ROOT/build
 L=$B/ibcr-launch
 T=$B/tests/verbs
+# saver and restart-loader (IBCR_VERBS_TOOLS: another build of them)
+S=${IBCR_VERBS_TOOLS:-$B}
 PHASE=${1:?phase}
 RW=${2:?rw dir}
 FRESH=$RW/fresh
@@ -170,7 +172,7 @@ ckpt_rc_pp() {
 	wait_for "$d/server.out" 'server iter 300 ok' 120 $sp || fail "rc_pp did not get going"
 	read -r a b c d2 < <(last_ids "$d/client.out")
 	[[ $a == "$b" && $c == "$d2" ]] || fail "before any restart the real QPN/rkey should be the application's ($a $b $c $d2)"
-	"$B/saver" --kill -o "$d/job.ckpt" "$(cat "$d/server.pid")" "$(cat "$d/client.pid")" ||
+	"$S/saver" --kill -o "$d/job.ckpt" "$(cat "$d/server.pid")" "$(cat "$d/client.pid")" ||
 		fail "saver failed"
 	wait $sp
 	wait $cp
@@ -178,11 +180,42 @@ ckpt_rc_pp() {
 	return 0
 }
 
+# What every thread of the programs named is doing (for a hang).
+dump_state() {
+	local p t
+	echo "== threads"
+	ps -eLo pid,tid,stat,wchan:32,comm | grep -E "$1|PID"
+	for p in $(pgrep -f "$1"); do
+		for t in /proc/$p/task/*; do
+			echo "== $t ($(cat "$t/comm")): syscall $(cat "$t/syscall" 2>/dev/null)"
+			cat "$t/stack" 2>/dev/null | head -n 8
+		done
+	done
+}
+
+# run_loader SECS IMAGE: restart-loader under a watchdog that shows the
+# restored threads' state before giving up. Status: the loader's.
+run_loader() {
+	local secs=$1 img=$2 lp i
+	timeout -k 10 "$secs" "$S/restart-loader" "$img" >restart.out 2>&1 &
+	lp=$!
+	for ((i = 0; i < (secs - 5) * 10; i++)); do
+		kill -0 $lp 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 $lp 2>/dev/null; then
+		echo "restart-loader still running after $((secs - 5)) s"
+		dump_state 'rc_pp|pingpong|restart-loader'
+		ls -la "$(dirname "$img")"
+	fi
+	wait $lp
+}
+
 # restart_rc_pp DIR ITERS: restarts DIR/job.ckpt, checks the pair ran to the
 # end with every iteration verified and new real QPNs and rkeys.
 restart_rc_pp() {
 	local d=$1 n=$2 rc=0 a b c e
-	timeout 600 "$B/restart-loader" "$d/job.ckpt" >restart.out 2>&1 || rc=$?
+	run_loader 300 "$d/job.ckpt" || rc=$?
 	((rc == 0)) || fail "restart-loader exit status $rc: $(tail -n 3 restart.out)"
 	grep -q "rc_pp server: $n iterations verified" "$d/server.out" &&
 		grep -q "rc_pp client: $n iterations verified" "$d/client.out" ||
@@ -220,11 +253,11 @@ ckpt_pingpong() {
 	wait_for server.out 'remote address' 60 $sp || fail "server did not connect"
 	sleep 0.3	# into the run (the pingpongs print nothing until the end)
 	spid=$(child_of $sp) && cpid=$(child_of $cp) || fail "no pingpong pids"
-	"$B/saver" --kill -o job.ckpt "$spid" "$cpid" || fail "saver failed"
+	"$S/saver" --kill -o job.ckpt "$spid" "$cpid" || fail "saver failed"
 	wait $sp
 	wait $cp
 	grep -q ' iters in ' client.out && fail "the pingpong finished before the checkpoint"
-	timeout 900 "$B/restart-loader" job.ckpt >restart.out 2>&1 || rc=$?
+	run_loader 900 job.ckpt || rc=$?
 	((rc == 0)) || fail "restart-loader exit status $rc"
 	grep -q ' iters in ' server.out && grep -q ' iters in ' client.out ||
 		fail "no iteration summary after the restart"
@@ -244,11 +277,11 @@ t_missing_peer() {
 	timeout 600 "$L" "$T/rc_pp" -r client -d "$W" -n 100000 -p 100 -w 1000 >client.out 2>&1 &
 	cp=$!
 	wait_for client.out 'client iter 100 ok' 120 $cp || fail "rc_pp did not get going"
-	"$B/saver" --kill -o a.ckpt "$(cat server.pid)" || fail "saver failed"
+	"$S/saver" --kill -o a.ckpt "$(cat server.pid)" || fail "saver failed"
 	kill $cp 2>/dev/null
 	wait $sp
 	wait $cp
-	IBCR_RENDEZVOUS_TIMEOUT=5 timeout 120 "$B/restart-loader" a.ckpt >restart.out 2>&1 || rc=$?
+	IBCR_RENDEZVOUS_TIMEOUT=5 run_loader 120 a.ckpt || rc=$?
 	cat restart.out
 	((rc == 70)) || fail "restart-loader exit status $rc, want 70"
 	grep -q 'ibcr-verbs: restart: the peer of QP 0x[0-9a-f]* (remote QP 0x[0-9a-f]* at g[0-9a-f]*) did not show up' server.out ||
@@ -276,7 +309,7 @@ t_no_device() {
 	[[ -f $FRESH/job.ckpt ]] || fail "no image from the first boot"
 	[[ ! -e /sys/class/infiniband/rxe0 ]] || fail "this boot has an RDMA device"
 	before=$(cat "$FRESH"/*.out | md5sum)
-	timeout 120 "$B/restart-loader" "$FRESH/job.ckpt" >restart.out 2>&1 || rc=$?
+	run_loader 120 "$FRESH/job.ckpt" || rc=$?
 	sed 's/^/info: /' restart.out
 	((rc != 0)) || fail "restart-loader succeeded without an RDMA device"
 	grep -q 'RDMA device' restart.out || fail "the message does not say an RDMA device is missing"

@@ -11,6 +11,7 @@
 #   boot 3 (--net none) that image restarted with no RDMA device: refused
 #
 # Prints PASS/FAIL per check and a summary; exits non-zero on any failure.
+# IBCR_VERBS_TOOLS=DIR takes saver and restart-loader from DIR.
 # Options: --main-only (boot 1 only), --only CHECK... (boot 1, those checks;
 # boots 2 and 3 too when fresh_boot_prepare is one of them).
 # The guests' output is kept in build/verbs-logs/. Environment: IBCR_VM_* (see
@@ -49,6 +50,9 @@ keep_rw() {
 	fi
 }
 trap keep_rw EXIT
+# IBCR_VERBS_TOOLS=DIR: saver and restart-loader from DIR instead of build/
+tools_env=()
+[[ -n ${IBCR_VERBS_TOOLS:-} ]] && tools_env=(--env "IBCR_VERBS_TOOLS=$IBCR_VERBS_TOOLS")
 passed=0
 failed=0
 t0=$SECONDS
@@ -58,7 +62,7 @@ boot() {
 	local phase=$1 rc=0 b0=$SECONDS
 	shift
 	echo "=== boot: $phase"
-	"$VM" --timeout 2400 --rw "$rw" "$@" -- bash "$ROOT/tests/verbs/guest.sh" "$phase" "$rw" \
+	"$VM" --timeout 2400 --rw "$rw" "$@" ${tools_env[@]+"${tools_env[@]}"} -- bash "$ROOT/tests/verbs/guest.sh" "$phase" "$rw" \
 		${only[@]+"${only[@]}"} \
 		2>&1 | tee "$log.$phase"
 	rc=${PIPESTATUS[0]}
