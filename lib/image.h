@@ -240,6 +240,22 @@ enum ibcr_fd_kind {
 				/* | type << 8 | role << 16, aux[2] backlog, */
 				/* aux[3] IBCR_SOCKOPT_*; data: local and remote */
 				/* address (struct sockaddr_in6 room each) */
+	IBCR_FD_PTMX = 18,	/* pty master: aux[0] its index at the checkpoint; */
+				/* data: struct ibcr_pty, then the output that */
+				/* waited for the master's reader */
+	IBCR_FD_PTS = 19,	/* pty slave whose master is in the image: aux[0] */
+				/* the index, aux[1] the master's object */
+};
+
+/* A pty pair's terminal state, the data of its IBCR_FD_PTMX object. */
+struct ibcr_pty {
+	uint32_t iflag, oflag, cflag, lflag;	/* termios, as the C library has it */
+	uint8_t line;
+	uint8_t pad[3];
+	uint8_t cc[32];		/* c_cc (NCCS is 32 in glibc and musl) */
+	uint16_t rows, cols, xpixel, ypixel;	/* window size */
+	uint32_t locked;	/* the slave is locked (TIOCGPTLCK) */
+	uint32_t pending;	/* bytes of output that follow */
 };
 
 enum ibcr_sock_role {

@@ -167,6 +167,7 @@ int fdk_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 	case IBCR_FD_DELETED: return deleted_open(f, i, e);
 	case IBCR_FD_MEMFD: return memfd_open(f, i, e);
 	case IBCR_FD_TTY: return tty_open(f, i, e);
+	case IBCR_FD_PTMX: return ptmx_open(f, i, e);
 	}
 	return ibcr_fail(e, "file object %u (%s) is of kind %u, which this restart-loader "
 			 "does not know", i, f->paths[i], o->kind);

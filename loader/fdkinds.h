@@ -26,4 +26,8 @@ int inotify_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 int deleted_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 int memfd_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 
+/* fdpty.c (loader): every master before any slave */
+int ptmx_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
+int pts_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e);
+
 #endif

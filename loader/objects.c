@@ -108,10 +108,14 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 
 	for (uint32_t i = 0; i < f->nobjs; i++)
 		fds[i] = -1;
-	for (uint32_t i = 0; i < f->nobjs && !rc; i++) {
+	/* pass 0: pty masters, which their slaves are opened through */
+	for (uint32_t k = 0; k < 2 * f->nobjs && !rc; k++) {
+		uint32_t i = k % f->nobjs;
 		const struct ibcr_fobj *o = &f->objs[i];
 		int fd = -1, high;
 
+		if ((o->kind == IBCR_FD_PTMX) != (k < f->nobjs))
+			continue;
 		switch (o->kind) {
 		case IBCR_FD_REG:
 		case IBCR_FD_DIR:
@@ -127,6 +131,9 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		case IBCR_FD_UNIX:
 		case IBCR_FD_INET:
 			fd = sock_open(f, i, fds, e);
+			break;
+		case IBCR_FD_PTS:
+			fd = pts_open(f, i, fds, e);
 			break;
 		case IBCR_FD_STDIO:
 		case IBCR_FD_STAGE:

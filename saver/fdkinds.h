@@ -6,7 +6,7 @@
  * File kinds with state beyond a path and an offset (files.c finds the
  * objects, these read what each one holds): eventfd, timerfd, signalfd,
  * epoll (fdkinds.c), inotify (fdinotify.c), deleted files, memfds and
- * terminals above fd 2 (fdfiles.c).
+ * terminals above fd 2 (fdfiles.c), pty pairs (fdpty.c).
  */
 #include <stdint.h>
 #include <sys/stat.h>
@@ -30,6 +30,12 @@ int epoll_finish(struct fobjs *o, struct ibcr_err *e);
 /* fdinotify.c */
 int inotify_capture(pid_t pid, int fd, struct ibcr_fobj *o, uint8_t **data,
 		    struct ibcr_err *e);
+
+/* fdpty.c: pty pairs whose master is in the image */
+int is_ptmx(const struct stat *st);
+int ptmx_capture(pid_t pid, int fd, struct ibcr_fobj *o, uint8_t **data, struct ibcr_err *e);
+/* slaves of those masters become IBCR_FD_PTS, once every fd is known */
+void pty_finish(struct fobjs *o);
 
 /* fdfiles.c */
 int is_terminal(const struct stat *st);

@@ -101,6 +101,8 @@ static int classify(pid_t pid, int fd, char *link, const struct stat *st,
 		o->kind = IBCR_FD_FIFO;
 	else if (S_ISSOCK(st->st_mode))
 		o->kind = IBCR_FD_UNIX;	/* settled by sockets_finish */
+	else if (is_ptmx(st))
+		o->kind = IBCR_FD_PTMX;
 	else if (fd <= 2 && S_ISCHR(st->st_mode))
 		o->kind = IBCR_FD_STDIO;
 	else if (is_terminal(st))
@@ -185,6 +187,8 @@ static int capture_state(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct 
 		return deleted_capture(pid, fd, o->f.paths[i], ob, &o->f.data[i], e);
 	case IBCR_FD_INOTIFY:
 		return inotify_capture(pid, fd, ob, &o->f.data[i], e);
+	case IBCR_FD_PTMX:
+		return ptmx_capture(pid, fd, ob, &o->f.data[i], e);
 	}
 	return anon_capture(pid, fd, ob, e);
 }
@@ -397,8 +401,8 @@ static int settle_stdio(const struct target *t, uint32_t n, struct fobjs *o, uin
  * Once every process is known: pipes (with both ends in the image a pipe
  * is restored with its data; one leading outside is a std stream to
  * rebind when only fds 0-2 use it, else it cannot be restored), std
- * streams also used above fd 2, memfds also mapped shared, epoll
- * interest lists.
+ * streams also used above fd 2, pty slaves of masters in the image,
+ * memfds also mapped shared, epoll interest lists.
  */
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e)
 {
@@ -430,5 +434,6 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 	for (uint32_t i = 0; i < o->f.nobjs; i++)
 		if (settle_stdio(t, n, o, i, e))
 			return -1;
+	pty_finish(o);
 	return memfd_check_mapped(t, n, o, e) || epoll_finish(o, e) ? -1 : 0;
 }

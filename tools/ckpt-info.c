@@ -70,6 +70,8 @@ static const char *fd_kind(uint32_t k)
 	case IBCR_FD_DELETED: return "deleted";
 	case IBCR_FD_MEMFD: return "memfd";
 	case IBCR_FD_TTY: return "tty";
+	case IBCR_FD_PTMX: return "ptmx";
+	case IBCR_FD_PTS: return "pts";
 	}
 	return "?";
 }

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pty pairs whose master was in the image: a new pair (its number is the
+ * kernel's choice, as a new terminal's always is), with the saved
+ * terminal state, and the output that waited for the master's reader
+ * written again through the slave, output processing off, so the reader
+ * gets the same bytes. Slaves are opened through their master
+ * (TIOCGPTPEER), which finds the right devpts instance in a container
+ * too. Masters are made before any slave (objects.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "fdkinds.h"
+
+#ifndef TIOCGPTPEER
+#define TIOCGPTPEER _IO('T', 0x41)
+#endif
+
+static void termios_of(const struct ibcr_pty *p, struct termios *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->c_iflag = p->iflag;
+	t->c_oflag = p->oflag;
+	t->c_cflag = p->cflag;
+	t->c_lflag = p->lflag;
+	t->c_line = p->line;
+	memcpy(t->c_cc, p->cc, sizeof(p->cc) < sizeof(t->c_cc) ? sizeof(p->cc) : sizeof(t->c_cc));
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t k = write(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* The waiting output, raw, then the saved output processing. */
+static int refill(int m, const struct ibcr_pty *p, const struct termios *t)
+{
+	struct termios raw = *t;
+	int s = ioctl(m, TIOCGPTPEER, O_WRONLY | O_NOCTTY | O_CLOEXEC), rc = 0;
+
+	if (s < 0)
+		return -1;
+	raw.c_oflag &= ~(tcflag_t)OPOST;
+	if (tcsetattr(s, TCSANOW, &raw) || write_all(s, (const uint8_t *)(p + 1), p->pending))
+		rc = -1;
+	close(s);
+	return rc;
+}
+
+static int master_setup(int m, const struct ibcr_fobj *o, const uint8_t *data,
+			uint32_t i, struct ibcr_err *e)
+{
+	const struct ibcr_pty *p = (const struct ibcr_pty *)data;
+	struct winsize w;
+	struct termios t;
+	int unlock = 0;
+
+	if (o->data_len < sizeof(*p) || o->data_len != sizeof(*p) + p->pending)
+		return ibcr_fail(e, "pty master (file object %u): its record is damaged", i);
+	termios_of(p, &t);
+	w = (struct winsize){ p->rows, p->cols, p->xpixel, p->ypixel };
+	if (ioctl(m, TIOCSPTLCK, &unlock) || ioctl(m, TIOCSWINSZ, &w))
+		return ibcr_fail_errno(e, errno, "pty master (file object %u): setting it up", i);
+	if (p->pending && refill(m, p, &t))
+		return ibcr_fail_errno(e, errno, "pty master (file object %u): writing the %u "
+				       "bytes of output that waited in it", i, p->pending);
+	if (tcsetattr(m, TCSANOW, &t))
+		return ibcr_fail_errno(e, errno, "pty master (file object %u): its terminal "
+				       "settings", i);
+	if (p->locked && ioctl(m, TIOCSPTLCK, &p->locked))
+		return ibcr_fail_errno(e, errno, "pty master (file object %u): locking it", i);
+	return 0;
+}
+
+int ptmx_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
+{
+	const struct ibcr_fobj *o = &f->objs[i];
+	int m = open("/dev/ptmx", (int)(o->flags & (O_ACCMODE | STATUS_FLAGS)) | O_NOCTTY |
+			 O_CLOEXEC);
+
+	if (m < 0)
+		return ibcr_fail_errno(e, errno, "pty master (file object %u): opening /dev/ptmx",
+				       i);
+	if (master_setup(m, o, f->data[i], i, e)) {
+		close(m);
+		return -1;
+	}
+	return m;
+}
+
+int pts_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e)
+{
+	const struct ibcr_fobj *o = &f->objs[i];
+	uint64_t master = o->aux[1];
+	int s;
+
+	if (master >= f->nobjs || f->objs[master].kind != IBCR_FD_PTMX || fds[master] < 0)
+		return ibcr_fail(e, "pty slave %s (file object %u): its master (object %llu) is "
+				 "not there", f->paths[i], i, (unsigned long long)master);
+	s = ioctl(fds[master], TIOCGPTPEER,
+		  (int)(o->flags & (O_ACCMODE | STATUS_FLAGS)) | O_NOCTTY | O_CLOEXEC);
+	if (s < 0)
+		return ibcr_fail_errno(e, errno, "pty slave %s (file object %u): opening it "
+				       "through its master", f->paths[i], i);
+	return s;
+}
