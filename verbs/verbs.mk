@@ -2,7 +2,7 @@
 # verbs test programs. Included by the top GNUmakefile; see docs/verbs.md.
 
 VERBS_SRC := core verbs data ckpt
-VERBS_TESTS := rc_pp selftest extra_objs microbench
+VERBS_TESTS := rc_pp selftest extra_objs microbench mtstress
 VERBS_CFLAGS := $(OPT) $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iverbs
 VERBS_HDRS := verbs/shim.h verbs/ibcr_verbs_abi.h
 
@@ -31,7 +31,7 @@ $(B)/ibcr-launch: tools/ibcr-launch
 
 $(B)/tests/verbs/%: tests/verbs/%.c tests/verbs/common.h verbs/ibcr_verbs_abi.h
 	@mkdir -p $(dir $@)
-	$(CC) $(OPT) $(WARN) -D_GNU_SOURCE -Iverbs -o $@ $< -libverbs -ldl -lpthread
+	$(CC) $(OPT) $(WARN) -D_GNU_SOURCE -pthread -Iverbs -o $@ $< -libverbs -ldl
 
 verbs-check: $(VERBS_ALL)
 	tests/verbs/run-guest.sh

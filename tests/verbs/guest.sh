@@ -125,7 +125,14 @@ t_rc_pp_shim_events() { rc_pp_pair "$L" 300 -e; }
 
 t_selftest() {
 	mkdir -p rdv
-	timeout 300 "$L" "$T/selftest" -d "$W/rdv" -c 2 -n 10 || fail "selftest failed"
+	timeout 300 "$L" "$T/selftest" -d "$W/rdv" -c 2 -n 10 >st.out 2>&1 || fail "selftest failed"
+	sed -n 's/^\(selftest: .*\|  rebuilt.*\|  quiesced.*\)/info: \1/p' st.out
+}
+
+t_mtstress() {
+	mkdir -p rdv
+	timeout 600 "$L" "$T/mtstress" -d "$W/rdv" -t 4 -c 6 >mt.out 2>&1 || fail "mtstress failed"
+	sed 's/^/info: /' mt.out
 }
 
 # pingpong KIND PORT ARGS...: server + client of ibv_KIND_pingpong under the shim.
@@ -393,6 +400,7 @@ main)
 	check_main rc_pp_shim t_rc_pp_shim
 	check_main rc_pp_shim_events t_rc_pp_shim_events
 	check_main selftest_rebuild t_selftest
+	check_main threads_quiesce_rebuild t_mtstress
 	check_main rc_pingpong_shim t_rc_pingpong
 	check_main rc_pingpong_events_shim t_rc_pingpong_events
 	check_main ud_pingpong_shim t_ud_pingpong
