@@ -246,6 +246,43 @@ t_ckpt_rc_pp_extra() {
 	restart_rc_pp "$W" 1500
 }
 
+# Checkpointed while running on (no --kill), then restarted from that image
+# after the originals finished: both runs verify every iteration.
+t_ckpt_live_then_restart() {
+	local sp cp
+	timeout 600 "$L" "$T/rc_pp" -r server -d "$W" -n 1500 -p 100 -w 1000 >server.out 2>&1 &
+	sp=$!
+	timeout 600 "$L" "$T/rc_pp" -r client -d "$W" -n 1500 -p 100 -w 1000 >client.out 2>&1 &
+	cp=$!
+	wait_for client.out 'client iter 300 ok' 120 $cp || fail "rc_pp did not get going"
+	"$S/saver" -o job.ckpt "$(cat server.pid)" "$(cat client.pid)" || fail "saver failed"
+	wait $sp || fail "the server failed after the checkpoint"
+	wait $cp || fail "the client failed after the checkpoint"
+	grep -q "rc_pp client: 1500 iterations verified" client.out ||
+		fail "the checkpointed run did not finish"
+	echo "info: the checkpointed pair finished: $(grep -c ' ok qpn ' client.out) progress lines"
+	rm -f ./*.done
+	# the restored programs write their output files again from where
+	# they were at the checkpoint
+	restart_rc_pp "$W" 1500
+}
+
+# Checkpointed, restarted, checkpointed again while restarted, restarted
+# again: the second rebuild replaces the first one's objects and fds.
+t_ckpt_twice() {
+	local lp rc=0
+	ckpt_rc_pp "$W" 3000 || return 1
+	timeout -k 10 600 "$S/restart-loader" job.ckpt >restart1.out 2>&1 &
+	lp=$!
+	wait_for client.out 'client iter 1000 ok' 120 $lp || fail "the first restart did not run"
+	"$S/saver" --kill -o job2.ckpt "$(cat server.pid)" "$(cat client.pid)" ||
+		fail "second checkpoint failed"
+	wait $lp
+	grep -q 'iterations verified' client.out && fail "rc_pp finished before the second checkpoint"
+	mv job2.ckpt job.ckpt
+	restart_rc_pp "$W" 3000
+}
+
 # ckpt_pingpong KIND PORT ARGS...: checkpointed mid-run, both restarted.
 ckpt_pingpong() {
 	local kind=$1 port=$2 sp cp spid cpid rc=0
@@ -408,6 +445,8 @@ main)
 	check_main perftest_shim t_perftest_shim
 	check_main ckpt_rc_pp t_ckpt_rc_pp
 	check_main ckpt_rc_pp_extra_objects t_ckpt_rc_pp_extra
+	check_main ckpt_live_then_restart t_ckpt_live_then_restart
+	check_main ckpt_restart_twice t_ckpt_twice
 	check_main ckpt_rc_pingpong_events t_ckpt_rc_pingpong
 	check_main ckpt_ud_pingpong t_ckpt_ud_pingpong
 	check_main ckpt_srq_pingpong t_ckpt_srq_pingpong
