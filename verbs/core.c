@@ -260,13 +260,13 @@ void shim_init(void)
 	snprintf(S.rdv_default, sizeof S.rdv_default, "%s",
 		 e && *e ? e : "/tmp/ibcr-verbs-rendezvous");
 	e = getenv("IBCR_VERBS_QUIESCE_TIMEOUT_MS");
-	S.quiesce_timeout_ms = e && *e ? strtoull(e, NULL, 10) : 60000;
+	S.quiesce_timeout_ms = e && *e ? strtoull(e, NULL, 10) : 50000;
 	S.last_cmd = IBCR_VCMD_NONE;
 }
 
 /* --------------------------------------------------------------- gate */
 
-struct tslot *slot_register(void)
+__attribute__((noinline)) struct tslot *slot_register(void)
 {
 	struct tslot *s;
 
@@ -289,7 +289,7 @@ struct tslot *slot_register(void)
 	return s;
 }
 
-int gate_slow(struct tslot *s, int allow1)
+__attribute__((noinline)) int gate_slow(struct tslot *s, int allow1)
 {
 	for (;;) {
 		int m = __atomic_load_n(&g_mode, __ATOMIC_ACQUIRE);

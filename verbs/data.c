@@ -130,28 +130,36 @@ int cq_drain_locked(struct scq *cq)
 	}
 }
 
+/* Quiescing, or completions drained at a checkpoint still wait: those
+ * come first, in order, under the CQ lock. */
+static __attribute__((noinline)) int poll_locked(struct scq *cq, int n, struct ibv_wc *wc)
+{
+	int got, r;
+
+	pthread_spin_lock(&cq->lock);
+	got = shadow_take(cq, n, wc);
+	if (got < n) {
+		r = cq->rpoll(cq->real, n - got, wc + got);
+		if (r > 0) {
+			wc_account(cq, wc + got, r);
+			got += r;
+		} else if (r < 0 && got == 0) {
+			got = r;
+		}
+	}
+	pthread_spin_unlock(&cq->lock);
+	return got;
+}
+
 int shim_poll_cq(struct ibv_cq *vcq, int n, struct ibv_wc *wc)
 {
 	struct scq *cq = (struct scq *)vcq;
-	int g = gate_enter(1), got, r;
+	int g = gate_enter(1), r;
 
 	if (unlikely(g == GATE_SLOW || cq->shadow_n)) {
-		/* Quiescing, or completions drained at a checkpoint still
-		 * wait: those come first, in order, under the CQ lock. */
-		pthread_spin_lock(&cq->lock);
-		got = shadow_take(cq, n, wc);
-		if (got < n) {
-			r = cq->rpoll(cq->real, n - got, wc + got);
-			if (r > 0) {
-				wc_account(cq, wc + got, r);
-				got += r;
-			} else if (r < 0 && got == 0) {
-				got = r;
-			}
-		}
-		pthread_spin_unlock(&cq->lock);
+		r = poll_locked(cq, n, wc);
 		gate_leave(g);
-		return got;
+		return r;
 	}
 	r = cq->rpoll(cq->real, n, wc);
 	if (r > 0)
@@ -205,7 +213,7 @@ static inline uint32_t xl_rkey(struct sqp *q, uint32_t k)
 }
 
 /* Copies (and, after a restart, translates) the WR list chunk by chunk. */
-static int post_send_copy(struct sqp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+static __attribute__((noinline)) int post_send_copy(struct sqp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct ibv_send_wr w[CHUNK], *orig[CHUNK], *b;
 	struct ibv_sge sg[SGE_BUDGET];
