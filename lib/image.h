@@ -267,6 +267,26 @@ enum ibcr_sock_role {
 				/* it names one (datagrams) */
 	IBCR_SOCK_CLOSED = 4,	/* TCP connection given up (saver --tcp-close): */
 				/* a fresh socket, unconnected */
+	IBCR_SOCK_REPAIR = 5,	/* established TCP connection, taken over with */
+				/* TCP_REPAIR: the addresses are followed by */
+				/* struct ibcr_tcp, the received bytes not read */
+				/* (inq) and the bytes to send (outq) */
+};
+
+/* An established TCP connection's state, as repair mode gives it. */
+struct ibcr_tcp {
+	uint32_t snd_seq;	/* after the last byte written (write_seq) */
+	uint32_t rcv_seq;	/* after the last byte received (rcv_nxt) */
+	uint32_t outq;		/* bytes written, not acknowledged yet */
+	uint32_t unsent;	/* of them, not sent yet */
+	uint32_t inq;		/* bytes received, not read yet */
+	uint32_t mss;
+	uint32_t opts;		/* TCPI_OPT_*: timestamps, sack, window scaling */
+	uint8_t snd_wscale, rcv_wscale;
+	uint8_t pad[2];
+	uint32_t timestamp;	/* TCP_TIMESTAMP */
+	uint32_t snd_wl1, snd_wnd, max_window, rcv_wnd, rcv_wup;	/* TCP_REPAIR_WINDOW */
+	uint32_t pad2;
 };
 
 #define IBCR_SOCKOPT_REUSEADDR 0x1

@@ -3,6 +3,7 @@
 #define IBCR_LOADER_H
 
 #include <stdint.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <sys/types.h>
 
@@ -47,6 +48,12 @@ struct restore {
 	uint32_t nshm;		/* the image's shared memory objects */
 	const struct shm_obj *shm;
 };
+
+/* tcp.c: established TCP connections, in repair mode until tcp_finish */
+int tcp_repair_on(int s);
+int tcp_restore(int s, const uint8_t *data, uint64_t len, const struct sockaddr *peer,
+		socklen_t plen);
+int tcp_finish(const struct ibcr_files *f, const int *fds, struct ibcr_err *e);
 
 /* preflight.c: checks that need no change to anything */
 int preflight(struct restore *rs, struct ibcr_err *e);

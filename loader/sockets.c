@@ -183,14 +183,19 @@ static int inet_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 	struct sockaddr_in6 addr[2];
 	socklen_t len = family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(addr[0]);
 
-	if (o->data_len != sizeof(addr))
+	if (o->data_len < sizeof(addr) || (o->data_len != sizeof(addr) && role != IBCR_SOCK_REPAIR))
 		return ibcr_fail(e, "socket object %u is malformed", i);
 	memcpy(addr, f->data[i], sizeof(addr));
 	s = socket(family, type | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return ibcr_fail_errno(e, errno, "creating a socket (family %d)", family);
+	if (role == IBCR_SOCK_REPAIR && tcp_repair_on(s)) {
+		close(s);
+		return ibcr_fail_errno(e, errno, "TCP connection on port %u: repair mode (needs "
+				       "CAP_NET_ADMIN)", ntohs(addr[0].sin6_port));
+	}
 	set_options(s, (uint32_t)o->aux[3]);
-	if (role == IBCR_SOCK_LISTEN || role == IBCR_SOCK_BOUND) {
+	if (role == IBCR_SOCK_LISTEN || role == IBCR_SOCK_BOUND || role == IBCR_SOCK_REPAIR) {
 		if (bind(s, (struct sockaddr *)&addr[0], len)) {
 			char host[INET6_ADDRSTRLEN] = "?";
 			const void *a = family == AF_INET ?
@@ -206,6 +211,14 @@ static int inet_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 	}
 	if (role == IBCR_SOCK_LISTEN && listen(s, o->aux[2] ? (int)o->aux[2] : 128)) {
 		ibcr_fail_errno(e, errno, "listening again");
+		close(s);
+		return -1;
+	}
+	if (role == IBCR_SOCK_REPAIR &&
+	    tcp_restore(s, f->data[i] + sizeof(addr), o->data_len - sizeof(addr),
+			(struct sockaddr *)&addr[1], len)) {
+		ibcr_fail_errno(e, errno, "TCP connection from port %u to port %u: its state",
+				ntohs(addr[0].sin6_port), ntohs(addr[1].sin6_port));
 		close(s);
 		return -1;
 	}

@@ -165,6 +165,8 @@ static double now_ms(void)
 /* Lets the processes go: running, stopped or killed; the shims unblock. */
 static void release_all(struct target *t, uint32_t n, int how)
 {
+	/* TCP connections leave repair mode before the processes run on */
+	tcp_release(how == RELEASE_KILL);
 	for (uint32_t i = 0; i < n; i++)
 		target_release(&t[i], how);
 	if (how != RELEASE_KILL)

@@ -76,6 +76,10 @@ int verbs_write_section(struct target *t, uint32_t proc, struct img_writer *w,
 
 /* sockets.c: every socket's final kind, state and queued bytes */
 int sockets_finish(struct fobjs *o, struct ibcr_err *e);
+/* tcp.c: established TCP connections, in repair mode until released */
+struct buf;
+int tcp_capture(pid_t pid, int fd, int s, struct buf *b, struct ibcr_err *e);
+void tcp_release(int killed);
 
 /* locks.c: file locks held, per descriptor */
 int capture_locks(struct target *t, struct ibcr_err *e);

@@ -8,10 +8,12 @@
  *
  * Restorable: UNIX sockets connected to a peer in the image (or whose
  * peer is gone), listening UNIX and TCP sockets, bound or fresh ones,
- * datagram sockets connected to a named peer, UDP. A socket leading
- * outside the image is a std stream on fds 0-2, and refused elsewhere;
- * an established TCP connection is refused unless --tcp-close gives it
- * up (restored as an unconnected socket: the program sees it broken).
+ * datagram sockets connected to a named peer, UDP, established TCP
+ * connections (tcp.c, repair mode: root). A socket leading outside the
+ * image is a std stream on fds 0-2, and refused elsewhere; a TCP
+ * connection opening or closing is refused; --tcp-close gives TCP
+ * connections up (restored as unconnected sockets: the program sees
+ * them broken).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +31,7 @@
 #include "sockdiag.h"
 
 #define TCP_ESTABLISHED_STATE 1
+#define TCP_CLOSE_STATE 7
 #define TCP_LISTEN_STATE 10
 
 struct socks {
@@ -207,17 +210,21 @@ static int inet_socket(struct fobjs *o, uint32_t i, const struct sockdiag *d, st
 {
 	struct ibcr_fobj *ob = &o->f.objs[i];
 	struct sockaddr_in6 addr[2];
+	struct buf b = { 0 };
 	uint32_t role;
-	int fd, bound = ((struct sockaddr_in *)&d->local)->sin_port != 0;
+	int fd, rc = 0, bound = ((struct sockaddr_in *)&d->local)->sin_port != 0;
 
 	if (d->proto == IPPROTO_TCP && d->state == TCP_LISTEN_STATE)
 		role = IBCR_SOCK_LISTEN;
-	else if (d->proto == IPPROTO_TCP && d->state != 7 /* CLOSE */ && !o->tcp_close)
-		return ibcr_fail(e, "pid %d fd %d: TCP connection (state %d) cannot be "
-				 "restored here; saver --tcp-close gives it up",
-				 (int)o->rep_pid[i], o->rep_fd[i], d->state);
-	else if (d->proto == IPPROTO_TCP && d->state != 7)
+	else if (d->proto == IPPROTO_TCP && d->state != TCP_CLOSE_STATE && o->tcp_close)
 		role = IBCR_SOCK_CLOSED;
+	else if (d->proto == IPPROTO_TCP && d->state == TCP_ESTABLISHED_STATE)
+		role = IBCR_SOCK_REPAIR;
+	else if (d->proto == IPPROTO_TCP && d->state != TCP_CLOSE_STATE)
+		return ibcr_fail(e, "pid %d fd %d: TCP connection in state %d (%s) cannot be "
+				 "restored; saver --tcp-close gives it up",
+				 (int)o->rep_pid[i], o->rep_fd[i], d->state,
+				 d->state == 8 ? "closed by the peer" : "opening or closing");
 	else
 		role = bound ? IBCR_SOCK_BOUND : IBCR_SOCK_FRESH;
 	if ((fd = grab(o->rep_pid[i], o->rep_fd[i], e)) < 0)
@@ -225,14 +232,16 @@ static int inet_socket(struct fobjs *o, uint32_t i, const struct sockdiag *d, st
 	ob->aux[1] = (uint64_t)d->family | (uint64_t)d->type << 8 | (uint64_t)role << 16;
 	ob->aux[2] = d->wq;	/* a listener's backlog */
 	ob->aux[3] = options(fd, d->family, d->proto);
-	close(fd);
 	memset(addr, 0, sizeof(addr));
 	memcpy(&addr[0], &d->local, sizeof(addr[0]));
 	memcpy(&addr[1], &d->remote, sizeof(addr[1]));
-	o->f.data[i] = xmalloc(sizeof(addr));
-	memcpy(o->f.data[i], addr, sizeof(addr));
-	ob->data_len = sizeof(addr);
-	return 0;
+	buf_put(&b, addr, sizeof(addr));
+	if (role == IBCR_SOCK_REPAIR && tcp_capture(o->rep_pid[i], o->rep_fd[i], fd, &b, e))
+		rc = -1;
+	close(fd);
+	o->f.data[i] = b.p;
+	ob->data_len = b.len;
+	return rc;
 }
 
 int sockets_finish(struct fobjs *o, struct ibcr_err *e)
