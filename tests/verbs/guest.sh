@@ -308,7 +308,7 @@ ckpt_pingpong() {
 	sed -n 's/^\(.* iters in .*\)/info: \1/p' server.out client.out
 }
 
-t_ckpt_rc_pingpong() { ckpt_pingpong rc 18621 -g 1 -n 50000 -s 64 -e; }
+t_ckpt_rc_pingpong() { ckpt_pingpong rc 18621 -g 1 -n 20000 -s 64 -e; }
 t_ckpt_ud_pingpong() { ckpt_pingpong ud 18622 -g 1 -n 100000 -s 64; }
 t_ckpt_srq_pingpong() { ckpt_pingpong srq 18623 -g 1 -n 60000 -s 64; }
 
