@@ -9,7 +9,13 @@ KILL=()
 timeout -k 1 1 true 2>/dev/null && KILL=(-k 10)
 now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(t_*.sh)
+# All of them by default, except those for another architecture: a test
+# that says "# arch: A B" runs only where uname -m is one of those.
+[ ${#tests[@]} -gt 0 ] || for t in t_*.sh; do
+	arch=$(sed -n 's/^# arch: //p' "$t")
+	[ -z "$arch" ] || [[ " $arch " == *" $(uname -m) "* ]] || continue
+	tests+=("$t")
+done
 pass=0 failed=()
 logs=$(mktemp -d /tmp/ibcr-run.XXXXXX)	# own logs: others may run the suite too
 trap 'rm -rf "$logs"' EXIT

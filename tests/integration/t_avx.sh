@@ -4,6 +4,7 @@
 # saver --kill and restart-loader: the checkpoint lands inside their loops
 # (the saved pc says so), the program's own per-lane checks keep passing
 # after the restore, ticks go on and it finishes; same pid and layout.
+# arch: x86_64
 . "$(dirname "$0")/lib.sh"
 
 start "$T/prog.out" "$PROGS/avx" 60 100
