@@ -83,3 +83,23 @@ void enc_vmas(struct buf *b, const struct ibcr_process_state *ps)
 	buf_put(b, s.p, s.len);
 	buf_free(&s);
 }
+
+void enc_sysvsem(struct buf *b, const struct ibcr_sysvipc *s)
+{
+	struct ibcr_sysv_sem_hdr h = { .nsets = s->nsets, .nvalues = s->nvalues };
+
+	buf_put(b, &h, sizeof(h));
+	buf_put(b, s->sets, sizeof(struct ibcr_sysv_sem) * s->nsets);
+	buf_put(b, s->values, sizeof(uint16_t) * s->nvalues);
+}
+
+void enc_sysvmsg(struct buf *b, const struct ibcr_sysvipc *s)
+{
+	struct ibcr_sysv_msg_hdr h = { .nqueues = s->nqueues, .nmsgs = s->nmsgs,
+				       .data_size = s->data_size };
+
+	buf_put(b, &h, sizeof(h));
+	buf_put(b, s->queues, sizeof(struct ibcr_sysv_msgq) * s->nqueues);
+	buf_put(b, s->msgs, sizeof(struct ibcr_sysv_msg) * s->nmsgs);
+	buf_put(b, s->data, s->data_size);
+}

@@ -44,6 +44,8 @@ enum ibcr_sec_type {
 	IBCR_SEC_OPAQUE = 7,	/* owned by a named stage (e.g. "verbs") */
 	IBCR_SEC_FILEOBJS = 8,	/* image-wide: open file descriptions */
 	IBCR_SEC_SYSVSHM = 9,	/* image-wide: SysV shared memory segments */
+	IBCR_SEC_SYSVSEM = 10,	/* image-wide: SysV semaphore sets */
+	IBCR_SEC_SYSVMSG = 11,	/* image-wide: SysV message queues */
 	IBCR_SEC_END = 0x7fff,	/* last section: marks a complete image */
 };
 
@@ -328,6 +330,60 @@ struct ibcr_sysv_shm {
 	uint32_t flags;		/* IBCR_SHM_* */
 	uint32_t uid, gid, cuid, cgid;
 	uint64_t size;
+};
+
+/*
+ * SYSVSEM section: image-wide, struct ibcr_sysv_sem_hdr, nsets records,
+ * then nvalues u16 semaphore values (GETALL), each set's nsems values
+ * from its `first`, sets in order and without gaps. The sets the
+ * processes' credentials could use, whether or not they did (nothing in
+ * a process says which sets it uses).
+ */
+struct ibcr_sysv_sem_hdr {
+	uint32_t nsets;
+	uint32_t nvalues;
+	/* struct ibcr_sysv_sem[nsets], uint16_t values[nvalues] */
+};
+
+struct ibcr_sysv_sem {
+	int32_t id;
+	int32_t key;
+	uint32_t mode;		/* permission bits */
+	uint32_t nsems;
+	uint32_t uid, gid, cuid, cgid;
+	uint32_t first;		/* its first value in values[] */
+	uint32_t pad;
+};
+
+/*
+ * SYSVMSG section: image-wide, struct ibcr_sysv_msg_hdr, nqueues queue
+ * records, nmsgs message records (each queue's nmsgs from its `first`,
+ * in queue order, oldest first; queues in order and without gaps), then
+ * data_size bytes of message text, each message's `len` bytes at its
+ * `data_off`. Chosen like the semaphore sets.
+ */
+struct ibcr_sysv_msg_hdr {
+	uint32_t nqueues;
+	uint32_t nmsgs;
+	uint64_t data_size;
+	/* struct ibcr_sysv_msgq[nqueues], struct ibcr_sysv_msg[nmsgs], data */
+};
+
+struct ibcr_sysv_msgq {
+	int32_t id;
+	int32_t key;
+	uint32_t mode;		/* permission bits */
+	uint32_t nmsgs;
+	uint32_t uid, gid, cuid, cgid;
+	uint64_t qbytes;	/* msg_qbytes: the most bytes it may hold */
+	uint32_t first;		/* its first message in the message records */
+	uint32_t pad;
+};
+
+struct ibcr_sysv_msg {
+	int64_t mtype;		/* > 0 */
+	uint64_t len;		/* bytes of text */
+	uint64_t data_off;	/* in the data area */
 };
 
 /* FILES section, one per process: its descriptors, sorted by number. */

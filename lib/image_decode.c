@@ -201,6 +201,140 @@ int imgr_load_sysv(struct img_reader *r, struct ibcr_sysv *s, struct ibcr_err *e
 	return 0;
 }
 
+/* Each set's values follow the previous set's, all inside the table. */
+static int dec_sysvsem(struct img_reader *r, const uint8_t *p, uint64_t n,
+		       struct ibcr_sysvipc *s, struct ibcr_err *e)
+{
+	struct ibcr_sysv_sem_hdr h;
+	uint64_t next = 0;
+
+	if (n < sizeof(h))
+		return ibcr_fail(e, "image %s: SYSVSEM section too short", r->path);
+	memcpy(&h, p, sizeof(h));
+	if (h.nsets > 1u << 24 || h.nvalues > 1u << 28 ||
+	    sizeof(h) + (uint64_t)h.nsets * sizeof(struct ibcr_sysv_sem) +
+	    (uint64_t)h.nvalues * sizeof(uint16_t) != n)
+		return ibcr_fail(e, "image %s: SYSVSEM section size does not match its "
+				 "contents", r->path);
+	s->nsets = h.nsets;
+	s->nvalues = h.nvalues;
+	s->sets = xcalloc(h.nsets + 1, sizeof(struct ibcr_sysv_sem));
+	s->values = xcalloc(h.nvalues + 1, sizeof(uint16_t));
+	memcpy(s->sets, p + sizeof(h), h.nsets * sizeof(struct ibcr_sysv_sem));
+	memcpy(s->values, p + sizeof(h) + h.nsets * sizeof(struct ibcr_sysv_sem),
+	       h.nvalues * sizeof(uint16_t));
+	for (uint32_t i = 0; i < h.nsets; i++) {
+		if (!s->sets[i].nsems || s->sets[i].first != next)
+			return ibcr_fail(e, "image %s: SysV semaphore set %d is malformed",
+					 r->path, s->sets[i].id);
+		next += s->sets[i].nsems;
+	}
+	if (next != h.nvalues)
+		return ibcr_fail(e, "image %s: SYSVSEM section has %u values for %llu "
+				 "semaphores", r->path, h.nvalues, (unsigned long long)next);
+	return 0;
+}
+
+/* Each queue's messages follow the previous queue's; texts inside the data. */
+static int dec_msgs(struct img_reader *r, struct ibcr_sysvipc *s, struct ibcr_err *e)
+{
+	uint64_t next = 0;
+
+	for (uint32_t i = 0; i < s->nqueues; i++) {
+		if (s->queues[i].first != next)
+			return ibcr_fail(e, "image %s: SysV message queue %d is malformed",
+					 r->path, s->queues[i].id);
+		next += s->queues[i].nmsgs;
+	}
+	if (next != s->nmsgs)
+		return ibcr_fail(e, "image %s: SYSVMSG section has %u messages, its queues "
+				 "%llu", r->path, s->nmsgs, (unsigned long long)next);
+	for (uint32_t i = 0; i < s->nmsgs; i++) {
+		const struct ibcr_sysv_msg *m = &s->msgs[i];
+
+		if (m->mtype <= 0 || m->data_off > s->data_size ||
+		    m->len > s->data_size - m->data_off)
+			return ibcr_fail(e, "image %s: SysV message %u is malformed",
+					 r->path, i);
+	}
+	return 0;
+}
+
+static int dec_sysvmsg(struct img_reader *r, const uint8_t *p, uint64_t n,
+		       struct ibcr_sysvipc *s, struct ibcr_err *e)
+{
+	struct ibcr_sysv_msg_hdr h;
+	uint64_t qsize, msize;
+
+	if (n < sizeof(h))
+		return ibcr_fail(e, "image %s: SYSVMSG section too short", r->path);
+	memcpy(&h, p, sizeof(h));
+	qsize = (uint64_t)h.nqueues * sizeof(struct ibcr_sysv_msgq);
+	msize = (uint64_t)h.nmsgs * sizeof(struct ibcr_sysv_msg);
+	if (h.nqueues > 1u << 24 || h.nmsgs > 1u << 28 || h.data_size > n ||
+	    sizeof(h) + qsize + msize + h.data_size != n)
+		return ibcr_fail(e, "image %s: SYSVMSG section size does not match its "
+				 "contents", r->path);
+	s->nqueues = h.nqueues;
+	s->nmsgs = h.nmsgs;
+	s->data_size = h.data_size;
+	s->queues = xmalloc(qsize + 1);
+	s->msgs = xmalloc(msize + 1);
+	s->data = xmalloc(h.data_size + 1);
+	memcpy(s->queues, p + sizeof(h), qsize);
+	memcpy(s->msgs, p + sizeof(h) + qsize, msize);
+	memcpy(s->data, p + sizeof(h) + qsize + msize, h.data_size);
+	return dec_msgs(r, s, e);
+}
+
+/* The one section of `type`, decoded by dec; none is fine (older images). */
+static int load_one(struct img_reader *r, uint32_t type, struct ibcr_sysvipc *s,
+		    int (*dec)(struct img_reader *, const uint8_t *, uint64_t,
+			       struct ibcr_sysvipc *, struct ibcr_err *),
+		    struct ibcr_err *e)
+{
+	int seen = 0;
+
+	for (uint32_t i = 0; i < r->nsecs; i++) {
+		uint8_t *p;
+		int rc;
+
+		if (r->secs[i].h.type != type)
+			continue;
+		if (seen++)
+			return ibcr_fail(e, "image %s: two %s sections", r->path,
+					 ibcr_sec_type_name(type));
+		if (imgr_payload(r, i, &p, e))
+			return -1;
+		rc = dec(r, p, r->secs[i].h.size, s, e);
+		free(p);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+int imgr_load_sysvipc(struct img_reader *r, struct ibcr_sysvipc *s, struct ibcr_err *e)
+{
+	memset(s, 0, sizeof(*s));
+	if (load_one(r, IBCR_SEC_SYSVSEM, s, dec_sysvsem, e) ||
+	    load_one(r, IBCR_SEC_SYSVMSG, s, dec_sysvmsg, e)) {
+		ibcr_sysvipc_free(s);
+		return -1;
+	}
+	return 0;
+}
+
+void ibcr_sysvipc_free(struct ibcr_sysvipc *s)
+{
+	free(s->sets);
+	free(s->values);
+	free(s->queues);
+	free(s->msgs);
+	free(s->data);
+	memset(s, 0, sizeof(*s));
+}
+
 void ibcr_files_free(struct ibcr_files *f)
 {
 	for (uint32_t i = 0; i < f->nobjs; i++) {

@@ -78,6 +78,8 @@ int imgr_load_process(struct img_reader *r, uint32_t proc,
 int imgr_load_files(struct img_reader *r, struct ibcr_files *f, struct ibcr_err *e);
 /* Decodes the image's SysV segments (none if it has no such section). */
 int imgr_load_sysv(struct img_reader *r, struct ibcr_sysv *s, struct ibcr_err *e);
+/* Decodes the image's SysV semaphore sets and message queues (none if absent). */
+int imgr_load_sysvipc(struct img_reader *r, struct ibcr_sysvipc *s, struct ibcr_err *e);
 /* Every descriptor of ps names an object of f. */
 int ibcr_check_fds(const struct ibcr_process_state *ps, const struct ibcr_files *f,
 		   struct ibcr_err *e);
@@ -97,5 +99,7 @@ void enc_thread(struct buf *b, const struct ibcr_thread_state *t);
 void enc_files(struct buf *b, const struct ibcr_process_state *ps);
 void enc_fileobjs(struct buf *b, const struct ibcr_files *f);
 void enc_vmas(struct buf *b, const struct ibcr_process_state *ps);
+void enc_sysvsem(struct buf *b, const struct ibcr_sysvipc *s);
+void enc_sysvmsg(struct buf *b, const struct ibcr_sysvipc *s);
 
 #endif

@@ -28,6 +28,8 @@ const char *ibcr_sec_type_name(uint32_t type)
 	case IBCR_SEC_OPAQUE: return "OPAQUE";
 	case IBCR_SEC_FILEOBJS: return "FILEOBJS";
 	case IBCR_SEC_SYSVSHM: return "SYSVSHM";
+	case IBCR_SEC_SYSVSEM: return "SYSVSEM";
+	case IBCR_SEC_SYSVMSG: return "SYSVMSG";
 	case IBCR_SEC_END: return "END";
 	}
 	return "unknown";

@@ -68,7 +68,20 @@ struct ibcr_sysv {
 	struct ibcr_sysv_shm *shm;
 };
 
+/* The image's SysV semaphore sets and message queues (SYSVSEM, SYSVMSG). */
+struct ibcr_sysvipc {
+	uint32_t nsets, nvalues;
+	struct ibcr_sysv_sem *sets;
+	uint16_t *values;	/* each set's nsems from its first */
+	uint32_t nqueues, nmsgs;
+	struct ibcr_sysv_msgq *queues;
+	struct ibcr_sysv_msg *msgs;	/* each queue's nmsgs from its first */
+	uint64_t data_size;
+	uint8_t *data;		/* message text, at each message's data_off */
+};
+
 void ibcr_process_free(struct ibcr_process_state *ps);
+void ibcr_sysvipc_free(struct ibcr_sysvipc *s);
 void ibcr_files_free(struct ibcr_files *f);
 
 #endif

@@ -119,6 +119,9 @@ int shm_prepare(struct job *j, uint32_t n, const struct ibcr_sysv *sv, struct ib
 void shm_remove_dead(const struct ibcr_sysv *sv);
 uint64_t shm_source(const struct restore *rs, const struct ibcr_vma *v);
 
+/* sysvipc.c: SysV semaphore sets and message queues, before forking */
+int sysvipc_prepare(const struct ibcr_sysvipc *s, struct ibcr_err *e);
+
 /* hole.c: a range free now and in the saved layouts of processes ps */
 int find_free(const struct ibcr_process_state *const *ps, uint32_t nps, size_t size,
 	      uint64_t *at, struct ibcr_err *e);

@@ -274,6 +274,7 @@ int main(int argc, char **argv)
 	struct ibcr_err e = { "" };
 	struct ibcr_files files;
 	struct ibcr_sysv sysv;
+	struct ibcr_sysvipc ipc;
 	struct job *j;
 	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL;
 
@@ -299,6 +300,11 @@ int main(int argc, char **argv)
 	if (!j || imgr_load_files(&r, &files, &e) || preflight_files(&files, &e) ||
 	    prepare(&r, j, &files, verbose, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", j ? e.msg : "out of memory");
+		return 1;
+	}
+	/* checked, then made again: a conflict stops us before any change */
+	if (imgr_load_sysvipc(&r, &ipc, &e) || sysvipc_prepare(&ipc, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
 	/* first: files mapped shared are made again here, and may be open too */

@@ -115,9 +115,33 @@ static int parse_compress(const char *arg, struct codec_opt *c)
 	return 0;
 }
 
+/* The image-wide SysV sections that have something to hold. */
+static int write_sysv(struct img_writer *w, const struct ibcr_sysv *sysv,
+		      const struct ibcr_sysvipc *ipc, struct ibcr_err *e)
+{
+	struct buf b = { 0 };
+	int rc = 0;
+
+	if (sysv->nshm)
+		rc = imgw_section(w, IBCR_SEC_SYSVSHM, IBCR_PROC_NONE, NULL, sysv->shm,
+				  sizeof(*sysv->shm) * sysv->nshm, e);
+	if (!rc && ipc->nsets) {
+		enc_sysvsem(&b, ipc);
+		rc = imgw_section(w, IBCR_SEC_SYSVSEM, IBCR_PROC_NONE, NULL, b.p, b.len, e);
+	}
+	if (!rc && ipc->nqueues) {
+		b.len = 0;
+		enc_sysvmsg(&b, ipc);
+		rc = imgw_section(w, IBCR_SEC_SYSVMSG, IBCR_PROC_NONE, NULL, b.p, b.len, e);
+	}
+	buf_free(&b);
+	return rc;
+}
+
 static int write_image(const char *out, struct target *t, uint32_t n,
 		       const struct fobjs *objs, const struct ibcr_sysv *sysv,
-		       const struct codec_opt *c, struct ibcr_err *e)
+		       const struct ibcr_sysvipc *ipc, const struct codec_opt *c,
+		       struct ibcr_err *e)
 {
 	struct img_writer w;
 	struct buf b = { 0 };
@@ -127,8 +151,7 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 	enc_fileobjs(&b, &objs->f);
 	if (imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p, b.len, e))
 		goto fail;
-	if (sysv->nshm && imgw_section(&w, IBCR_SEC_SYSVSHM, IBCR_PROC_NONE, NULL, sysv->shm,
-				       sizeof(*sysv->shm) * sysv->nshm, e))
+	if (write_sysv(&w, sysv, ipc, e))
 		goto fail;
 	for (uint32_t i = 0; i < n; i++) {
 		b.len = 0;
@@ -235,6 +258,7 @@ int main(int argc, char **argv)
 	struct codec_opt comp = { IBCR_CODEC_RAW, 0 };
 	struct fobjs objs = { 0 };
 	struct ibcr_sysv sysv = { 0 };
+	struct ibcr_sysvipc ipc = { 0 };
 	uint32_t n;
 
 	while ((c = getopt_long(argc, argv, "o:ksth", opts, NULL)) != -1) {
@@ -289,6 +313,8 @@ int main(int argc, char **argv)
 		rc = files_finish(t, n, &objs, &e);
 	if (!rc)
 		rc = sysv_capture(t, n, &sysv, &e);
+	if (!rc)	/* still stopped: the values and messages are theirs */
+		rc = sysvipc_capture(t, n, &ipc, &e);
 	s.captured = now_ms();
 	if (!rc && how == RELEASE_RUN && snapshots) {
 		rc = snapshot_all(t, n, &e);
@@ -299,7 +325,7 @@ int main(int argc, char **argv)
 	}
 	s.released = now_ms();
 	if (!rc)
-		rc = write_image(out, t, n, &objs, &sysv, &comp, &e);
+		rc = write_image(out, t, n, &objs, &sysv, &ipc, &comp, &e);
 	s.written = now_ms();
 	for (uint32_t i = 0; i < n; i++)
 		snapshot_destroy(&t[i]);

@@ -88,6 +88,10 @@ int capture_locks(struct target *t, struct ibcr_err *e);
 int sysv_capture(const struct target *t, uint32_t n, struct ibcr_sysv *out,
 		 struct ibcr_err *e);
 
+/* sysvipc.c: the SysV semaphore sets and message queues they could use */
+int sysvipc_capture(const struct target *t, uint32_t n, struct ibcr_sysvipc *out,
+		    struct ibcr_err *e);
+
 /* snapshot.c: a copy-on-write copy to write the image from */
 int snapshot_create(struct target *t, struct ibcr_err *e);
 void snapshot_destroy(struct target *t);

@@ -4,7 +4,8 @@
  *
  *   ckpt-info [--verify] IMAGE
  *
- * Prints the header, each process with its threads (pc, sp, interrupted
+ * Prints the header, the SysV semaphore sets (with their values) and
+ * message queues, each process with its threads (pc, sp, interrupted
  * syscall) and its regions (address range, protection, backing, bytes
  * stored), its files and opaque sections. --verify also reads every
  * region's page data and checks its CRC; metadata CRCs are always
@@ -165,10 +166,36 @@ static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process
 	}
 }
 
+/* The image-wide SysV semaphore sets and message queues, one line each. */
+static void print_sysvipc(const struct ibcr_sysvipc *s)
+{
+	for (uint32_t i = 0; i < s->nsets; i++) {
+		const struct ibcr_sysv_sem *r = &s->sets[i];
+
+		printf("sysv sem id %-6d key 0x%08x mode %03o uid %u gid %u nsems %u values",
+		       r->id, (unsigned)r->key, r->mode, r->uid, r->gid, r->nsems);
+		for (uint32_t k = 0; k < r->nsems && k < 16; k++)
+			printf(" %u", s->values[r->first + k]);
+		printf("%s\n", r->nsems > 16 ? " ..." : "");
+	}
+	for (uint32_t i = 0; i < s->nqueues; i++) {
+		const struct ibcr_sysv_msgq *q = &s->queues[i];
+		uint64_t bytes = 0;
+
+		for (uint32_t k = q->first; k < q->first + q->nmsgs; k++)
+			bytes += s->msgs[k].len;
+		printf("sysv msg id %-6d key 0x%08x mode %03o uid %u gid %u qbytes %llu "
+		       "messages %u (%llu bytes)\n", q->id, (unsigned)q->key, q->mode, q->uid,
+		       q->gid, (unsigned long long)q->qbytes, q->nmsgs,
+		       (unsigned long long)bytes);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct img_reader r;
 	struct ibcr_files files = { 0 };
+	struct ibcr_sysvipc ipc = { 0 };
 	struct ibcr_err e = { "" };
 	int verify = 0, rc = 0;
 	const char *path = NULL;
@@ -195,8 +222,10 @@ int main(int argc, char **argv)
 	printf("image %s: format %u, %s, page size %u, %u process(es), %u sections\n",
 	       path, r.hdr.version, ibcr_arch_name(r.hdr.arch), r.hdr.page_size,
 	       r.hdr.nprocs, r.nsecs);
-	if (imgr_load_files(&r, &files, &e))
+	if (imgr_load_files(&r, &files, &e) || imgr_load_sysvipc(&r, &ipc, &e))
 		rc = 1;
+	else
+		print_sysvipc(&ipc);
 	for (uint32_t i = 0; i < r.hdr.nprocs && !rc; i++) {
 		struct ibcr_process_state ps;
 
