@@ -11,12 +11,15 @@
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "sockdiag.h"
+
+#define TCP_TIME_WAIT_STATE 6
 
 static int request(int nl, int family, int proto, struct ibcr_err *e)
 {
@@ -150,4 +153,90 @@ int sockdiag_dump(int family, int proto, struct sockdiag **out, size_t *n,
 	}
 	close(nl);
 	return 0;
+}
+
+/* A TIME_WAIT request for TCP sockets of `family`: a dump, or one to destroy. */
+static int tw_request(int nl, uint16_t type, uint16_t flags, int family,
+		      const struct inet_diag_sockid *id)
+{
+	struct {
+		struct nlmsghdr h;
+		struct inet_diag_req_v2 r;
+	} msg;
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+
+	memset(&msg, 0, sizeof(msg));
+	msg.h.nlmsg_len = sizeof(msg);
+	msg.h.nlmsg_type = type;
+	msg.h.nlmsg_flags = NLM_F_REQUEST | flags;
+	msg.r.sdiag_family = (uint8_t)family;
+	msg.r.sdiag_protocol = IPPROTO_TCP;
+	msg.r.idiag_states = 1u << TCP_TIME_WAIT_STATE;
+	if (id)
+		msg.r.id = *id;
+	return sendto(nl, &msg, sizeof(msg), 0, (struct sockaddr *)&sa, sizeof(sa)) ==
+	       (ssize_t)sizeof(msg) ? 0 : -1;
+}
+
+/* Asks the kernel to drop one TIME_WAIT socket (SOCK_DESTROY). */
+static int destroy(int family, const struct inet_diag_sockid *id)
+{
+	struct {
+		struct nlmsghdr h;
+		struct nlmsgerr err;
+	} ack;
+	int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG), rc = -1;
+
+	if (nl < 0)
+		return -1;
+	if (!tw_request(nl, SOCK_DESTROY, NLM_F_ACK, family, id) &&
+	    recv(nl, &ack, sizeof(ack), 0) >= (ssize_t)sizeof(ack.h) &&
+	    ack.h.nlmsg_type == NLMSG_ERROR) {
+		rc = ack.err.error ? -1 : 0;
+		errno = -ack.err.error;
+	}
+	close(nl);
+	return rc;
+}
+
+int sockdiag_kill_timewait(int family, uint16_t port)
+{
+	int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG), done = 0;
+	static char buf[32768];
+	struct inet_diag_sockid *ids = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	if (nl < 0)
+		return -1;
+	if (tw_request(nl, SOCK_DIAG_BY_FAMILY, NLM_F_DUMP, family, NULL))
+		done = rc = -1;
+	while (!done) {
+		ssize_t len = recv(nl, buf, sizeof(buf), 0);
+		struct nlmsghdr *h = (struct nlmsghdr *)buf;
+
+		if (len < 0 && errno == EINTR)
+			continue;
+		if (len <= 0) {
+			rc = -1;
+			break;
+		}
+		for (; NLMSG_OK(h, (size_t)len); h = NLMSG_NEXT(h, len)) {
+			const struct inet_diag_msg *m = NLMSG_DATA(h);
+
+			if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
+				done = 1;
+				break;
+			}
+			if (m->id.idiag_sport != port)
+				continue;
+			ids = xrealloc(ids, sizeof(*ids) * (n + 1));
+			ids[n++] = m->id;
+		}
+	}
+	close(nl);
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = destroy(family, &ids[i]);
+	free(ids);
+	return rc;
 }

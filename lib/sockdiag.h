@@ -25,4 +25,11 @@ struct sockdiag {
 int sockdiag_dump(int family, int proto, struct sockdiag **out, size_t *n,
 		  struct ibcr_err *e);
 
+/*
+ * Drops the TCP connections of `family` in TIME_WAIT whose local port is
+ * `port` (network order), which would keep a restored listener from
+ * binding it (SOCK_DESTROY, CAP_NET_ADMIN). 0, or -1 with errno.
+ */
+int sockdiag_kill_timewait(int family, uint16_t port);
+
 #endif

@@ -59,8 +59,9 @@ static int write_all(int fd, const uint8_t *p, uint64_t n)
 static int as_saved(int fd, const struct ibcr_fobj *o, const char *what, const char *path,
 		    struct ibcr_err *e)
 {
+	/* O_NOFOLLOW would refuse /proc/self/fd/N, a symbolic link itself */
 	int flags = (int)(o->flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY |
-						 O_TMPFILE));
+						 O_TMPFILE | O_NOFOLLOW));
 	char self[32];
 	int nfd;
 

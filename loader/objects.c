@@ -102,19 +102,33 @@ static int pipe_end(const struct ibcr_files *f, uint32_t i, int *fds, struct ibc
 	return fd;
 }
 
+/*
+ * Objects are made in three passes: pty masters first (their slaves are
+ * opened through them), TCP connections taken over last (bound in repair
+ * mode, they may share a port with a listener that binds normally, which
+ * works only in this order).
+ */
+static uint32_t pass_of(const struct ibcr_fobj *o)
+{
+	if (o->kind == IBCR_FD_PTMX)
+		return 0;
+	if (o->kind == IBCR_FD_INET && ((o->aux[1] >> 16) & 0xff) == IBCR_SOCK_REPAIR)
+		return 2;
+	return 1;
+}
+
 int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_err *e)
 {
 	int *fds = xmalloc(sizeof(int) * (f->nobjs + 1)), keeper = -1, rc = 0;
 
 	for (uint32_t i = 0; i < f->nobjs; i++)
 		fds[i] = -1;
-	/* pass 0: pty masters, which their slaves are opened through */
-	for (uint32_t k = 0; k < 2 * f->nobjs && !rc; k++) {
+	for (uint32_t k = 0; k < 3 * f->nobjs && !rc; k++) {
 		uint32_t i = k % f->nobjs;
 		const struct ibcr_fobj *o = &f->objs[i];
 		int fd = -1, high;
 
-		if ((o->kind == IBCR_FD_PTMX) != (k < f->nobjs))
+		if (pass_of(o) != k / f->nobjs)
 			continue;
 		switch (o->kind) {
 		case IBCR_FD_REG:

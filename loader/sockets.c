@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "loader.h"
+#include "sockdiag.h"
 
 #define STATUS_FLAGS (O_NONBLOCK | O_ASYNC)
 
@@ -175,6 +176,25 @@ static void set_options(int s, uint32_t bits)
 		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 }
 
+/*
+ * The port was the process's; connections that it or others closed since
+ * may hold it in TIME_WAIT, and those of a listener without SO_REUSEADDR
+ * refuse any bind. They are the past of the port, which the restored
+ * listener owns again: they are dropped (SOCK_DESTROY), and bind tried
+ * once more.
+ */
+static int bind_port(int s, int type, const struct sockaddr_in6 *a, socklen_t len)
+{
+	if (!bind(s, (const struct sockaddr *)a, len))
+		return 0;
+	if (errno != EADDRINUSE || type != SOCK_STREAM)
+		return -1;
+	sockdiag_kill_timewait(AF_INET, a->sin6_port);
+	sockdiag_kill_timewait(AF_INET6, a->sin6_port);
+	errno = EADDRINUSE;
+	return bind(s, (const struct sockaddr *)a, len);
+}
+
 static int inet_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 {
 	const struct ibcr_fobj *o = &f->objs[i];
@@ -196,7 +216,7 @@ static int inet_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 	}
 	set_options(s, (uint32_t)o->aux[3]);
 	if (role == IBCR_SOCK_LISTEN || role == IBCR_SOCK_BOUND || role == IBCR_SOCK_REPAIR) {
-		if (bind(s, (struct sockaddr *)&addr[0], len)) {
+		if (bind_port(s, type, &addr[0], len)) {
 			char host[INET6_ADDRSTRLEN] = "?";
 			const void *a = family == AF_INET ?
 				(const void *)&((struct sockaddr_in *)&addr[0])->sin_addr :

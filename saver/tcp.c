@@ -25,6 +25,9 @@
 #include "buf.h"
 #include "saver.h"
 
+/* The kernel's queue numbers (linux/tcp.h), which musl's headers leave out. */
+enum { QUEUE_RECV = 1, QUEUE_SEND = 2 };
+
 /* The copies in repair mode, to release (a static list: one saver run). */
 static int *repaired;
 static size_t nrepaired;
@@ -74,7 +77,7 @@ static int state_of(int s, struct ibcr_tcp *t)
 	    ioctl(s, SIOCOUTQNSD, &unsent) || get(s, TCP_MAXSEG, &mss, sizeof(mss)) ||
 	    get(s, TCP_INFO, &ti, sizeof(ti)) || get(s, TCP_REPAIR_WINDOW, &w, sizeof(w)) ||
 	    get(s, TCP_TIMESTAMP, &t->timestamp, sizeof(t->timestamp)) ||
-	    queue_seq(s, TCP_SEND_QUEUE, &t->snd_seq) || queue_seq(s, TCP_RECV_QUEUE, &t->rcv_seq))
+	    queue_seq(s, QUEUE_SEND, &t->snd_seq) || queue_seq(s, QUEUE_RECV, &t->rcv_seq))
 		return -1;
 	t->inq = (uint32_t)inq;
 	t->outq = (uint32_t)outq;
@@ -106,7 +109,7 @@ int tcp_capture(pid_t pid, int fd, int s, struct buf *b, struct ibcr_err *e)
 		return ibcr_fail_errno(e, errno, "pid %d fd %d: established TCP connection: "
 				       "reading its state", (int)pid, fd);
 	buf_put(b, &t, sizeof(t));
-	if (peek(s, TCP_RECV_QUEUE, t.inq, b) || peek(s, TCP_SEND_QUEUE, t.outq, b))
+	if (peek(s, QUEUE_RECV, t.inq, b) || peek(s, QUEUE_SEND, t.outq, b))
 		return ibcr_fail_errno(e, errno, "pid %d fd %d: established TCP connection: "
 				       "reading its queues (%u bytes received, %u to send)",
 				       (int)pid, fd, t.inq, t.outq);

@@ -11,6 +11,8 @@
  * region's page data and checks its CRC; metadata CRCs are always
  * checked. Exit status: 0 good, 1 damaged or unreadable, 2 usage.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -130,6 +132,37 @@ static void print_vmas(const struct ibcr_process_state *ps)
 	printf("\n");
 }
 
+static void print_inet_addr(const struct sockaddr_in6 *a)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	const struct sockaddr_in *a4 = (const struct sockaddr_in *)a;
+
+	if (a->sin6_family == AF_INET)
+		inet_ntop(AF_INET, &a4->sin_addr, host, sizeof(host));
+	else
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+	printf("%s:%u", host, ntohs(a->sin6_port));
+}
+
+/* A TCP or UDP socket's role and addresses (the first bytes of its data). */
+static void print_inet(const struct ibcr_fobj *o, const uint8_t *data)
+{
+	static const char *const roles[] = { "fresh", "pair", "listen", "bound", "closed",
+					     "repair" };
+	uint32_t role = (uint32_t)(o->aux[1] >> 16) & 0xff;
+	struct sockaddr_in6 a[2];
+
+	if (o->data_len < sizeof(a) || !data)
+		return;
+	memcpy(a, data, sizeof(a));
+	printf(" %s ", role < 6 ? roles[role] : "?");
+	print_inet_addr(&a[0]);
+	if (a[1].sin6_port) {
+		printf(" -> ");
+		print_inet_addr(&a[1]);
+	}
+}
+
 static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process_state *ps,
 			  const struct ibcr_files *files)
 {
@@ -144,6 +177,8 @@ static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process
 
 		printf("    fd %-4d %-6s pos %-10llu obj %-3u %s", ps->fds[i].fd, fd_kind(o->kind),
 		       (unsigned long long)o->pos, ps->fds[i].obj, files->paths[ps->fds[i].obj]);
+		if (o->kind == IBCR_FD_INET)
+			print_inet(o, files->data[ps->fds[i].obj]);
 		if (o->data_len)
 			printf(" (%llu bytes in it)", (unsigned long long)o->data_len);
 		printf("\n");
