@@ -28,6 +28,9 @@ static void usage(FILE *f)
 		   "  -t, --tree          also every descendant of each PID\n"
 		   "  -k, --kill          kill the processes once the image is complete\n"
 		   "      --tcp-close     give up established TCP connections (restored broken)\n"
+		   "      --sysv-ipc=used|all\n"
+		   "                      SysV semaphore sets and queues to save: those the\n"
+		   "                      processes used last (default), or all they may use\n"
 		   "  -s, --stop          leave them stopped (SIGSTOP) instead of running\n"
 		   "      --compress[=zstd|zlib][:LEVEL]\n"
 		   "                      compress page data (default zstd, level 1)\n"
@@ -247,11 +250,12 @@ int main(int argc, char **argv)
 		{ "compress", optional_argument, NULL, 'z' },
 		{ "tree", no_argument, NULL, 't' },
 		{ "tcp-close", no_argument, NULL, 'T' },
+		{ "sysv-ipc", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *out = NULL;
-	int how = RELEASE_RUN, c, rc = 0, stats = 0, snapshots = 1, released = 0, tree = 0;
+	int how = RELEASE_RUN, c, rc = 0, stats = 0, snapshots = 1, released = 0, tree = 0, ipc_all = 0;
 	struct target *t;
 	struct ibcr_err e = { "" };
 	struct stats s = { .start = now_ms() };
@@ -270,6 +274,13 @@ int main(int argc, char **argv)
 		case 'N': snapshots = 0; break;
 		case 't': tree = 1; break;
 		case 'T': objs.tcp_close = 1; break;
+		case 'I':
+			if (strcmp(optarg, "used") && strcmp(optarg, "all")) {
+				fprintf(stderr, "saver: --sysv-ipc=%s: expected used or all\n", optarg);
+				return 2;
+			}
+			ipc_all = !strcmp(optarg, "all");
+			break;
 		case 'z':
 			if (parse_compress(optarg, &comp)) {
 				fprintf(stderr, "saver: --compress=%s: expected zstd or zlib, "
@@ -314,7 +325,7 @@ int main(int argc, char **argv)
 	if (!rc)
 		rc = sysv_capture(t, n, &sysv, &e);
 	if (!rc)	/* still stopped: the values and messages are theirs */
-		rc = sysvipc_capture(t, n, &ipc, &e);
+		rc = sysvipc_capture(t, n, ipc_all, &ipc, &e);
 	s.captured = now_ms();
 	if (!rc && how == RELEASE_RUN && snapshots) {
 		rc = snapshot_all(t, n, &e);

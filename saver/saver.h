@@ -88,8 +88,8 @@ int capture_locks(struct target *t, struct ibcr_err *e);
 int sysv_capture(const struct target *t, uint32_t n, struct ibcr_sysv *out,
 		 struct ibcr_err *e);
 
-/* sysvipc.c: the SysV semaphore sets and message queues they could use */
-int sysvipc_capture(const struct target *t, uint32_t n, struct ibcr_sysvipc *out,
+/* sysvipc.c: the SysV semaphore sets and message queues they used (or could: all) */
+int sysvipc_capture(const struct target *t, uint32_t n, int all, struct ibcr_sysvipc *out,
 		    struct ibcr_err *e);
 
 /* snapshot.c: a copy-on-write copy to write the image from */

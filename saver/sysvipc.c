@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
  * SysV semaphore sets and message queues. A process does not attach
- * them, so nothing in it says which it uses: every set and queue of its
- * IPC namespace that its credentials could use is saved (owner or
- * creator uid equal to a process's euid; all of them for euid 0), with
- * the semaphore values and the queued messages. Messages are read with
- * MSG_COPY: the queue keeps them.
+ * them, so nothing in it says which it uses; what the kernel keeps is who
+ * used each last: a semaphore's sempid (the last semop, SETVAL or
+ * SETALL), a queue's lspid and lrpid (the last msgsnd and msgrcv). By
+ * default the sets and queues that a process of the image used last are
+ * saved: an image does not take, and its restore does not reset, objects
+ * of programs outside it. With --sysv-ipc=all, every set and queue of the
+ * namespace that the processes' credentials could use is saved (owner or
+ * creator uid equal to a process's euid; all of them for euid 0), for a
+ * program that made objects it has not touched yet. Semaphore values and
+ * queued messages are saved; messages are read with MSG_COPY: the queue
+ * keeps them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,30 +44,51 @@ struct ipc_obj {
 	unsigned mode, uid, gid, cuid, cgid;
 };
 
-/* The euids of the processes; root's may use everything. */
+/* The processes: their pids, and euids (root's may use everything). */
 struct creds {
 	uint32_t n;
 	uint32_t *euid;
-	int all;
+	pid_t *pid;
+	int root;
+	int all;		/* --sysv-ipc=all: what they may use, not what they used */
 };
 
 static void collect_creds(const struct target *t, uint32_t n, struct creds *c)
 {
 	c->euid = xcalloc(n + 1, sizeof(*c->euid));
+	c->pid = xcalloc(n + 1, sizeof(*c->pid));
 	for (uint32_t k = 0; k < n; k++) {
 		if (t[k].zombie)	/* no credentials left */
 			continue;
+		c->pid[c->n] = t[k].pid;
 		c->euid[c->n++] = t[k].ps.rec.uid[1];
-		c->all |= t[k].ps.rec.uid[1] == 0;
+		c->root |= t[k].ps.rec.uid[1] == 0;
 	}
+}
+
+static int ours(const struct creds *c, int pid)
+{
+	for (uint32_t k = 0; k < c->n; k++)
+		if (c->pid[k] == pid)
+			return 1;
+	return 0;
 }
 
 static int usable(const struct creds *c, const struct ipc_obj *o)
 {
-	for (uint32_t k = 0; k < c->n && !c->all; k++)
+	for (uint32_t k = 0; k < c->n && !c->root; k++)
 		if (c->euid[k] == o->uid || c->euid[k] == o->cuid)
 			return 1;
-	return c->all;
+	return c->root;
+}
+
+/* Did a process of the image use the set last (any of its semaphores)? */
+static int sem_used(const struct creds *c, const struct ipc_obj *o, unsigned nsems)
+{
+	for (unsigned k = 0; k < nsems; k++)
+		if (ours(c, semctl(o->id, (int)k, GETPID)))
+			return 1;
+	return 0;
 }
 
 /* The IPC namespace of every live process, which must be one. */
@@ -223,14 +250,17 @@ static int scan(const char *path, const struct creds *c, struct ibcr_sysvipc *s,
 	     line = strtok_r(NULL, "\n", &save)) {
 		struct ipc_obj o;
 		unsigned nsems;
+		int lspid, lrpid;
 
 		if (is_sem && sscanf(line, "%d %d %o %u %u %u %u %u", &o.key, &o.id, &o.mode,
 				     &nsems, &o.uid, &o.gid, &o.cuid, &o.cgid) == 8)
-			rc = usable(c, &o) ? save_sem(&o, nsems, s, e) : 0;
-		else if (!is_sem && sscanf(line, "%d %d %o %*u %*u %*d %*d %u %u %u %u",
-					   &o.key, &o.id, &o.mode, &o.uid, &o.gid, &o.cuid,
-					   &o.cgid) == 7)
-			rc = usable(c, &o) ? save_msgq(&o, s, data, e) : 0;
+			rc = (c->all ? usable(c, &o) : sem_used(c, &o, nsems)) ?
+			     save_sem(&o, nsems, s, e) : 0;
+		else if (!is_sem && sscanf(line, "%d %d %o %*u %*u %d %d %u %u %u %u",
+					   &o.key, &o.id, &o.mode, &lspid, &lrpid, &o.uid, &o.gid,
+					   &o.cuid, &o.cgid) == 9)
+			rc = (c->all ? usable(c, &o) : ours(c, lspid) || ours(c, lrpid)) ?
+			     save_msgq(&o, s, data, e) : 0;
 		else
 			rc = ibcr_fail(e, "%s: cannot read the line '%s'", path, line);
 	}
@@ -238,10 +268,10 @@ static int scan(const char *path, const struct creds *c, struct ibcr_sysvipc *s,
 	return rc;
 }
 
-int sysvipc_capture(const struct target *t, uint32_t n, struct ibcr_sysvipc *out,
+int sysvipc_capture(const struct target *t, uint32_t n, int all, struct ibcr_sysvipc *out,
 		    struct ibcr_err *e)
 {
-	struct creds c = { 0 };
+	struct creds c = { .all = all };
 	struct buf data = { 0 };
 	int back, rc;
 
@@ -256,5 +286,6 @@ int sysvipc_capture(const struct target *t, uint32_t n, struct ibcr_sysvipc *out
 	out->data = data.p;
 	out->data_size = data.len;
 	free(c.euid);
+	free(c.pid);
 	return rc;
 }

@@ -10,9 +10,10 @@
 # without loss or duplicate and the shared counter ends right. A set of
 # another key at the saved id stops the restore before anything starts.
 #
-# In an IPC namespace of its own: a checkpoint as root holds every set and
-# queue it can see, so another test's checkpoint, taken meanwhile on this
-# machine, would hold ours and its restore would set them back under us.
+# A set that no process of the image used is left out, unless
+# --sysv-ipc=all asks for every object the processes may use. In an IPC
+# namespace of its own, so that such a checkpoint (as root: everything)
+# by another test on this machine cannot hold ours.
 [ -n "${IBCR_OWN_IPC:-}" ] || IBCR_OWN_IPC=1 exec unshare -i bash "$0" "$@"
 . "$(dirname "$0")/lib.sh"
 
@@ -45,7 +46,16 @@ sem_line=$(ipc_line sem "$sem")
 msg_line=$(ipc_line msg "$msq")
 [ -n "$sem_line" ] && [ -n "$msg_line" ] || fail "semaphore set $sem or queue $msq not in /proc/sysvipc"
 
+# a set nobody in the image ever used: not theirs to save, unless asked
+other=$((sem + 100))
+"$PROGS/sysvipc" squat "$other" 0x2c2c2c2c >/dev/null || fail "could not make set $other"
+checkpoint "$pid" "$T/all.ckpt" --tree --sysv-ipc=all
+grep -q "^sysv sem id $other " "$T/info.out" ||
+	fail "--sysv-ipc=all left out set $other: $(grep '^sysv' "$T/info.out")"
 checkpoint "$pid" "$T/img.ckpt" --tree --stop
+grep -q "^sysv sem id $other " "$T/info.out" &&
+	fail "set $other, which no process of the image used, is in the image"
+"$PROGS/sysvipc" rm "$other" -1
 # stopped: what the objects hold now is what the image must hold
 live=$("$PROGS/sysvipc" show "$sem" "$msq")
 read -r _ mutex items _ queued _ bytes <<<"$live"
