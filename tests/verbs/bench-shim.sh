@@ -9,9 +9,9 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
-if [[ ! -x build/libibcr-verbs.so ]]; then
-	make -s all >/dev/null || { echo "bench-shim: build failed" >&2; exit 1; }
-fi
+# the guest's packages, libibverbs-dev included (the shim builds against it)
+tools/vm/deps-x86.sh || { echo "$(basename "$0"): tools/vm/deps-x86.sh failed" >&2; exit 1; }
+make -s all >/dev/null || { echo "$(basename "$0"): make failed" >&2; exit 1; }
 env_args=()
 for v in IBCR_BENCH_ROUNDS IBCR_BENCH_LAT_ITERS IBCR_BENCH_BW_ITERS; do
 	[[ -n ${!v:-} ]] && env_args+=(--env "$v=${!v}")

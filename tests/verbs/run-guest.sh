@@ -33,9 +33,9 @@ case ${1:-} in
 esac
 
 cd "$ROOT" || exit 2
-if [[ ! -x build/libibcr-verbs.so || ! -x build/tests/verbs/selftest || ! -x build/saver ]]; then
-	make -s all >/dev/null || { echo "run-guest: build failed" >&2; exit 1; }
-fi
+# the guest's packages, libibverbs-dev included (the shim builds against it)
+tools/vm/deps-x86.sh || { echo "$(basename "$0"): tools/vm/deps-x86.sh failed" >&2; exit 1; }
+make -s all >/dev/null || { echo "$(basename "$0"): make failed" >&2; exit 1; }
 
 rw=$(mktemp -d "$ROOT/build/verbs-rw.XXXXXX")
 mkdir -p build/verbs-logs
