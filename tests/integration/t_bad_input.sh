@@ -89,7 +89,7 @@ save_fails full "$T/full" "$victim" "$T/nobody.prog.out" "$T/full/img" "no space
 umount "$T/full"
 
 # --- saver on unsupported descriptors: names pid, fd and kind
-for kind in pidfd socketpair; do
+for kind in pidfd netlink; do
 	start "$T/$kind.prog.out" "$PROGS/fdholder" $kind
 	wait_line "$T/$kind.prog.out" '^tick 2 '
 	[ $kind = pidfd ] && what=pidfd || what=socket

@@ -5,7 +5,7 @@
  * running). KIND, with files made in the working directory:
  *
  *   pidfd           a pidfd of itself (not supported)
- *   socketpair      a UNIX socket, its other end on fd 4 (not supported)
+ *   netlink         a netlink (route) socket (not supported)
  *   eventfd         an eventfd (supported)
  *   inotify-unread  an inotify watching the directory, in which it then
  *                   creates "new": an event nobody read
@@ -29,6 +29,7 @@
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <linux/netlink.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -89,8 +90,6 @@ int main(int argc, char **argv)
 	long ticks = argc > 2 ? atol(argv[2]) : -1;
 	long ms = argc > 3 ? atol(argv[3]) : 100;
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-	int sv[2];
-
 	if (argc < 2)
 		return 2;
 	if (!strcmp(argv[1], "pidfd")) {
@@ -99,8 +98,8 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "eventfd")) {
 		if (eventfd(0, 0) != 3)
 			return 2;
-	} else if (!strcmp(argv[1], "socketpair")) {
-		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) || sv[0] != 3)
+	} else if (!strcmp(argv[1], "netlink")) {
+		if (socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE) != 3)
 			return 2;
 	} else if (hold_file(argv[1])) {
 		return 2;
