@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define IBCR_MAGIC "IBCRIMG\n"
-#define IBCR_VERSION 1
+#define IBCR_VERSION 2	/* 2: page data checked with XXH64 (xxh64.h) */
 
 enum ibcr_arch {
 	IBCR_ARCH_X86_64 = 1,
@@ -96,7 +96,7 @@ struct ibcr_block {
 	uint32_t raw_len;
 	uint32_t stored_len;
 	uint64_t raw_off;
-	uint32_t raw_crc;	/* CRC-32C of the raw_len uncompressed bytes */
+	uint32_t raw_crc;	/* block_sum (XXH64) of the raw_len uncompressed bytes */
 	uint32_t hdr_crc;	/* CRC-32C of the 28 bytes before it */
 };
 
@@ -458,7 +458,7 @@ struct ibcr_vma {
 	uint32_t kind;		/* enum ibcr_vma_kind */
 	uint32_t madv;		/* IBCR_MADV_* */
 	uint32_t name_off;	/* path or [name], in the string table */
-	uint32_t data_crc;	/* CRC-32C of this region's page data */
+	uint32_t data_crc;	/* page_sum (XXH64, page by page) of its page data */
 	uint64_t run0, nruns;	/* its runs in the run table */
 	uint64_t data_off;	/* its page data, from the PAGES payload start */
 	uint64_t data_len;

@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "compress.h"
 #include "crc32c.h"
+#include "xxh64.h"
 #include "image_io.h"
 
 /* A string at `off` of a table of `size` bytes must end inside it. */
@@ -577,14 +578,14 @@ static int walk_bytes(struct img_reader *r, struct crc_walk *w, const uint8_t *p
 		v = &w->ps->vmas[w->region];
 		end = v->data_off + v->data_len;
 		k = end - w->pos < n ? end - w->pos : n;
-		w->crc = crc32c(w->crc, p, (size_t)k);
+		w->crc = page_sum(w->crc, p, (size_t)k, r->hdr.page_size);
 		w->pos += k;
 		p += k;
 		n -= k;
 		if (w->pos == end) {
 			if (w->crc != v->data_crc)
 				return ibcr_fail(e, "image %s: region %#llx-%#llx (%s): page "
-						 "data is corrupt (CRC mismatch)", r->path,
+						 "data is corrupt (checksum mismatch)", r->path,
 						 (unsigned long long)v->start,
 						 (unsigned long long)v->end,
 						 w->ps->vma_names[w->region]);
@@ -602,7 +603,11 @@ static int verify_raw(struct img_reader *r, struct crc_walk *w, uint8_t *buf,
 		size_t k = w->ps->pages_size - done < cap ? w->ps->pages_size - done : cap;
 		ssize_t got = pread(r->fd, buf, k, (off_t)(w->ps->pages_off + done));
 
-		if (got <= 0)
+		/* whole pages only: the sums go page by page */
+		for (ssize_t more = got; more > 0 && (size_t)got < k; got += more)
+			more = pread(r->fd, buf + got, k - (size_t)got,
+				     (off_t)(w->ps->pages_off + done + (uint64_t)got));
+		if (got <= 0 || (size_t)got < k)
 			return ibcr_fail_errno(e, got ? errno : EIO, "image %s: reading page data",
 					       r->path);
 		if (walk_bytes(r, w, buf, (uint64_t)got, e))
@@ -624,7 +629,7 @@ static int verify_blocks(struct img_reader *r, struct crc_walk *w, uint8_t *buf,
 		if (b->raw_len > cap || b->stored_len > cap ||
 		    pread(r->fd, stored, b->stored_len, (off_t)b->file_off) != b->stored_len ||
 		    blk_decompress((int)b->codec, stored, b->stored_len, buf, b->raw_len) ||
-		    crc32c(0, buf, b->raw_len) != b->raw_crc)
+		    block_sum(buf, b->raw_len) != b->raw_crc)
 			rc = ibcr_fail(e, "image %s: page block %llu (stream offset %llu) is "
 				       "corrupt", r->path, (unsigned long long)i,
 				       (unsigned long long)b->raw_off);

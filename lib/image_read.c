@@ -93,7 +93,11 @@ static int check_file_hdr(struct img_reader *r, struct ibcr_err *e)
 		return ibcr_fail(e, "image %s: format version %u is newer than this "
 				 "program supports (%u); use a newer ibcr",
 				 r->path, h->version, IBCR_VERSION);
-	if (h->version < 1 || h->hdr_size != sizeof(*h) || h->flags)
+	if (h->version < IBCR_VERSION)
+		return ibcr_fail(e, "image %s: format version %u was made by an older saver "
+				 "(page data checked with CRC-32C); this one reads version %u",
+				 r->path, h->version, IBCR_VERSION);
+	if (h->hdr_size != sizeof(*h) || h->flags)
 		return ibcr_fail(e, "image %s: unsupported header (version %u, size %u, flags %#x)",
 				 r->path, h->version, h->hdr_size, h->flags);
 	if (h->page_size < 4096 || h->page_size > 65536 ||

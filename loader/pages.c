@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "compress.h"
 #include "crc32c.h"
+#include "xxh64.h"
 #include "loader.h"
 
 #define MAX_BATCH 8
@@ -38,7 +39,7 @@ static void *decode(void *arg)
 			 (ssize_t)s->b->stored_len ||
 		 blk_decompress((int)s->b->codec, s->stored, s->b->stored_len, s->raw,
 				s->b->raw_len) ||
-		 crc32c(0, s->raw, s->b->raw_len) != s->b->raw_crc;
+		 block_sum(s->raw, s->b->raw_len) != s->b->raw_crc;
 	return NULL;
 }
 
@@ -147,7 +148,7 @@ int pages_fill(struct pages *pg, uint32_t idx, struct ibcr_err *e)
 		raw = pg->slot[k - pg->first].raw;
 		from = at - b->raw_off;
 		len = (b->raw_len - from < end - at) ? b->raw_len - from : end - at;
-		crc = crc32c(crc, raw + from, len);
+		crc = page_sum(crc, raw + from, len, (size_t)getpagesize());
 		if (put(pg, v, at, raw + from, len))
 			return ibcr_fail_errno(e, errno, "writing region %#llx-%#llx (%s) into "
 					       "the restored process",
@@ -157,7 +158,7 @@ int pages_fill(struct pages *pg, uint32_t idx, struct ibcr_err *e)
 	}
 	if (crc != v->data_crc)
 		return ibcr_fail(e, "image %s: region %#llx-%#llx (%s): page data is corrupt "
-				 "(CRC mismatch); nothing was resumed", pg->path,
+				 "(checksum mismatch); nothing was resumed", pg->path,
 				 (unsigned long long)v->start, (unsigned long long)v->end,
 				 ps->vma_names[idx]);
 	return 0;

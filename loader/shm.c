@@ -22,7 +22,7 @@
 #include "procfs.h"
 
 #include "buf.h"
-#include "crc32c.h"
+#include "xxh64.h"
 #include "loader.h"
 
 static int is_shared_obj(const struct ibcr_vma *v)
@@ -213,12 +213,12 @@ static int fill_raw(int img_fd, const struct ibcr_process_state *ps, uint32_t i,
 					       "%#llx-%#llx", path,
 					       (unsigned long long)v->start,
 					       (unsigned long long)v->end);
-		crc = crc32c(crc, to, len);
+		crc = page_sum(crc, to, len, pg);
 		off += len;
 	}
 	if (crc != v->data_crc)
 		return ibcr_fail(e, "image %s: shared region %#llx-%#llx (%s): page data "
-				 "is corrupt (CRC mismatch)", path,
+				 "is corrupt (checksum mismatch)", path,
 				 (unsigned long long)v->start, (unsigned long long)v->end,
 				 ps->vma_names[i]);
 	return 0;

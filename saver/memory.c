@@ -29,6 +29,7 @@
 
 #include "buf.h"
 #include "crc32c.h"
+#include "xxh64.h"
 #include "procfs.h"
 #include "saver.h"
 #include "sink.h"
@@ -344,7 +345,7 @@ static int dump_range(struct dump *d, uint64_t addr, uint64_t npages,
 			continue;
 		if (sink_put(&d->sink, p, pg, e))
 			return -1;
-		d->crc = crc32c(d->crc, p, pg);
+		d->crc = page_sum(d->crc, p, pg, pg);
 		d->v->data_len += pg;
 		add_page(d, addr + i * pg, pg);
 	}

@@ -8,6 +8,7 @@
 #include "compress.h"
 #include "crc32c.h"
 #include "sink.h"
+#include "xxh64.h"
 
 int sink_init(struct sink *s, struct img_writer *w, int codec, int level)
 {
@@ -60,7 +61,7 @@ static int write_block(struct sink *s, int i, uint64_t raw_off, struct ibcr_err 
 		.raw_len = (uint32_t)s->raw_len[i],
 		.stored_len = (uint32_t)(stored_raw ? s->raw_len[i] : s->out_len[i]),
 		.raw_off = raw_off,
-		.raw_crc = crc32c(0, s->raw[i], s->raw_len[i]),
+		.raw_crc = block_sum(s->raw[i], s->raw_len[i]),
 	};
 
 	b.hdr_crc = crc32c(0, &b, offsetof(struct ibcr_block, hdr_crc));

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
  * Memory regions: map each at its saved address, fill it from the image
- * while checking its CRC, then give it its saved advice and protection.
+ * while checking its checksum, then give it its saved advice and protection.
  */
 #include <linux/mman.h>
 
 #include "core.h"
-#include "crc32c.h"
+#include "xxh64.h"
 #include "sys.h"
 
-/* Reads are chunked so that each chunk is still in cache for its CRC. */
+/* Reads are chunked so that each chunk is still in cache for its checksum. */
 #define CHUNK (4ul << 20)
 
 static int map_flags(const struct plan_vma *v)
@@ -43,15 +43,33 @@ static void advise(struct plan *p, const struct plan_vma *v, int bit, int advice
  * writable, see map_one) through the bounce buffer and /proc/self/mem,
  * which writes past the protection as a debugger does.
  */
-static long fill(struct plan *p, uint64_t addr, uint64_t k, uint64_t off, int memfd)
+/* k bytes at off of the image, whole (a short read is read on), into buf. */
+static long read_full(struct plan *p, void *buf, uint64_t k, uint64_t off)
+{
+	for (uint64_t done = 0; done < k; ) {
+		long got = sys_pread(p->img_fd, (uint8_t *)buf + done, k - done, off + done);
+
+		if (got <= 0)
+			return got;
+		done += (uint64_t)got;
+	}
+	return (long)k;
+}
+
+/* Returns the bytes placed (k, or less in the bounce buffer), <= 0 on error. */
+static long fill(struct plan *p, uint64_t addr, uint64_t k, uint64_t off, int memfd,
+		 const void **data)
 {
 	long got, put;
 
-	if (memfd < 0)
-		return sys_pread(p->img_fd, (void *)addr, k, off);
+	if (memfd < 0) {
+		*data = (const void *)addr;
+		return read_full(p, (void *)addr, k, off);
+	}
 	if (k > p->bounce_len)
 		k = p->bounce_len;
-	got = sys_pread(p->img_fd, p->bounce, k, off);
+	*data = p->bounce;
+	got = read_full(p, p->bounce, k, off);
 	if (got <= 0)
 		return got;
 	put = SYS(__NR_pwrite64, memfd, p->bounce, got, addr, 0, 0);
@@ -59,7 +77,7 @@ static long fill(struct plan *p, uint64_t addr, uint64_t k, uint64_t off, int me
 }
 
 static uint32_t read_run(struct plan *p, const struct plan_vma *v,
-			 const struct ibcr_run *run, uint64_t *off, uint32_t crc, int memfd)
+			 const struct ibcr_run *run, uint64_t *off, uint32_t sum, int memfd)
 {
 	uint64_t len = run->npages * p->page_size;
 
@@ -72,18 +90,20 @@ static uint32_t read_run(struct plan *p, const struct plan_vma *v,
 		sys_madvise(run->addr, len, MADV_POPULATE_WRITE);
 	for (uint64_t done = 0; done < len; ) {
 		uint64_t k = len - done < CHUNK ? len - done : CHUNK;
-		long got = fill(p, run->addr + done, k, *off, memfd);
+		const void *data;
+		long got = fill(p, run->addr + done, k, *off, memfd, &data);
 
 		if (got <= 0)
 			core_die(p, "image %s: reading region %#lx-%#lx (%s): %s %ld",
 				 p->image_path, (unsigned long)v->start,
 				 (unsigned long)v->end, v->name,
 				 got ? "error" : "unexpected end of file at", got ? -got : (long)*off);
-		crc = crc32c(crc, (void *)(run->addr + done), (size_t)got);
+		/* summed where it was read, which a PROT_NONE region is not */
+		sum = page_sum(sum, data, (size_t)got, p->page_size);
 		done += (uint64_t)got;
 		*off += (uint64_t)got;
 	}
-	return crc;
+	return sum;
 }
 
 /*
@@ -160,7 +180,7 @@ static int open_self_mem(struct plan *p, const struct plan_vma *v)
 
 /*
  * A compressed image: the loader decompresses and writes the region's
- * data (loader/pages.c) and checks its CRC; a writable region is
+ * data (loader/pages.c) and checks its checksum; a writable region is
  * populated first, for the same reason as read_run.
  */
 static void ask_loader(struct plan *p, const struct plan_vma *v, int writable)
@@ -219,7 +239,7 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 	}
 	if (crc != v->data_crc)
 		core_die(p, "image %s: region %#lx-%#lx (%s): page data is corrupt "
-			 "(CRC mismatch); nothing was resumed", p->image_path,
+			 "(checksum mismatch); nothing was resumed", p->image_path,
 			 (unsigned long)v->start, (unsigned long)v->end, v->name);
 	if (apart && !v->data_len)
 		own_anon_vma(p, v);

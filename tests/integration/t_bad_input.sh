@@ -128,8 +128,11 @@ cp "$T/good.ckpt" "$T/arch.ckpt"
 restore_fails arch "$T/arch.ckpt" "$victim" "arch.ckpt" "$other_name"
 
 cp "$T/good.ckpt" "$T/version.ckpt"
-"${IMGTOOL[@]}" set-header "$T/version.ckpt" version 2
-restore_fails version "$T/version.ckpt" "$victim" "version.ckpt" "version 2\b" "newer"
+"${IMGTOOL[@]}" set-header "$T/version.ckpt" version 99
+restore_fails version "$T/version.ckpt" "$victim" "version.ckpt" "version 99\b" "newer"
+cp "$T/good.ckpt" "$T/old.ckpt"
+"${IMGTOOL[@]}" set-header "$T/old.ckpt" version 1
+restore_fails old-version "$T/old.ckpt" "$victim" "old.ckpt" "version 1\b" "older"
 
 # the good image still restores: the damage above was what was refused
 restart "$T/good.ckpt"

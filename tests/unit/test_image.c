@@ -18,6 +18,7 @@
 
 #include "buf.h"
 #include "crc32c.h"
+#include "xxh64.h"
 #include "fmt.h"
 #include "image_io.h"
 
@@ -33,6 +34,24 @@ static void crc_vectors(void **state)
 	assert_int_equal(crc32c(0, zeros, 32), 0x8a9136aa);
 	/* continuing over a split gives the same result */
 	assert_int_equal(crc32c(crc32c(0, "12345", 5), "6789", 4), 0xe3069283);
+}
+
+/* The xxHash reference values, and page sums that do not see the splits. */
+static void xxh64_vectors(void **state)
+{
+	static uint8_t pages[3 * 4096];
+	const char *s = "Nobody inspects the spammish repetition";
+
+	(void)state;
+	assert_true(xxh64("", 0, 0) == 0xef46db3751d8e999ull);
+	assert_true(xxh64("abc", 3, 0) == 0x44bc2cf5ad770999ull);
+	assert_true(xxh64(s, strlen(s), 0) == 0xfbcea83c8a378bf1ull);
+	for (size_t i = 0; i < sizeof(pages); i++)
+		pages[i] = (uint8_t)(i * 7);
+	assert_int_equal(page_sum(page_sum(0, pages, PG, PG), pages + PG, 2 * PG, PG),
+			 page_sum(0, pages, 3 * PG, PG));
+	assert_int_equal(page_sum(0, pages, PG, PG), (uint32_t)xxh64(pages, PG, 0));
+	assert_int_not_equal(page_sum(0, pages, 3 * PG, PG), block_sum(pages, 3 * PG));
 }
 
 /* A small but complete process: 2 threads, 3 regions, 1 file, 2 runs. */
@@ -134,7 +153,7 @@ static void write_test_image(void)
 	for (int i = 0; i < 3; i++) {
 		memset(page, 'a' + i, sizeof(page));
 		assert_int_equal(imgw_data(&w, page, sizeof(page), &e), 0);
-		ps.vmas[0].data_crc = crc32c(ps.vmas[0].data_crc, page, sizeof(page));
+		ps.vmas[0].data_crc = page_sum(ps.vmas[0].data_crc, page, sizeof(page), PG);
 	}
 	ps.vmas[0].data_len = 3 * PG;
 	assert_int_equal(imgw_end(&w, &e), 0);
@@ -368,6 +387,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(crc_vectors),
+		cmocka_unit_test(xxh64_vectors),
 		cmocka_unit_test(formatter),
 		cmocka_unit_test_setup_teardown(round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(truncated, setup, teardown),

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef IBCR_XXH64_H
+#define IBCR_XXH64_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Page data is checked with XXH64 (as zstd frames check their content),
+ * not CRC-32C: its four 64-bit lanes run at memory speed on every CPU,
+ * and under emulation (qemu TCG) at about 3 GB/s where the CRC-32C
+ * instruction is emulated one by one (140 MB/s). Metadata keeps CRC-32C.
+ */
+uint64_t xxh64(const void *p, size_t len, uint64_t seed);
+
+/*
+ * A region's page checksum, page by page (len a multiple of `page`):
+ * sum = low 32 bits of XXH64(page, seed = sum), from 0. Any split of the
+ * data at page boundaries gives the same sum, so writers and readers
+ * may work in chunks of their own.
+ */
+uint32_t page_sum(uint32_t sum, const void *p, size_t len, size_t page);
+
+/* A compressed block's raw bytes: low 32 bits of XXH64(p, seed 0). */
+uint32_t block_sum(const void *p, size_t len);
+
+#endif
