@@ -288,9 +288,9 @@ void qp_record_modify(struct sqp *q, struct ibv_qp_attr *attr, int mask)
 			q->sends_posted = q->sends_done = 0;
 			q->tail_unsig = 0;
 			if (!q->srq) {
-				pthread_spin_lock(&q->ring.lock);
+				spin_lock(&q->ring.lock);
 				q->ring.count = 0;
-				pthread_spin_unlock(&q->ring.lock);
+				spin_unlock(&q->ring.lock);
 			}
 			return;
 		}
@@ -806,9 +806,9 @@ static int drain_all_cqs(void)
 	list_for(p, &S.cqs) {
 		struct scq *c = container(p, struct scq, link);
 
-		pthread_spin_lock(&c->lock);
+		spin_lock(&c->lock);
 		r = cq_drain_locked(c);
-		pthread_spin_unlock(&c->lock);
+		spin_unlock(&c->lock);
 		if (r < 0)
 			return -1;
 		n += r;

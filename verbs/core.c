@@ -460,7 +460,7 @@ static uint32_t pow2(uint32_t n)
 
 int ring_init(struct rring *r, uint32_t depth, uint32_t max_sge)
 {
-	pthread_spin_init(&r->lock, PTHREAD_PROCESS_PRIVATE);
+	spin_init(&r->lock);
 	r->head = r->count = 0;
 	r->cap = pow2(depth);
 	r->max_sge = max_sge ? max_sge : 1;
@@ -534,7 +534,7 @@ int ring_done(struct rring *r, uint64_t wr_id, int head_only)
 	uint32_t i, j;
 	int found = 0;
 
-	pthread_spin_lock(&r->lock);
+	spin_lock(&r->lock);
 	if (r->count && ring_at(r, 0)->wr_id == wr_id) {
 		r->head = (r->head + 1) & (r->cap - 1);
 		r->count--;
@@ -550,7 +550,7 @@ int ring_done(struct rring *r, uint64_t wr_id, int head_only)
 			found = 1;
 		}
 	}
-	pthread_spin_unlock(&r->lock);
+	spin_unlock(&r->lock);
 	return found;
 }
 

@@ -53,7 +53,7 @@ void wc_account(struct scq *cq, struct ibv_wc *wc, int n)
 		q = (struct sqp *)(uintptr_t)v;
 		if (likely(w->status == IBV_WC_SUCCESS)) {
 			if (w->opcode & IBV_WC_RECV)
-				ring_done(recv_ring(q), w->wr_id, 0);
+				ring_done_fast(recv_ring(q), w->wr_id, 0);
 			else
 				__atomic_fetch_add(&q->sends_done, 1, __ATOMIC_RELAXED);
 		} else {
@@ -136,7 +136,7 @@ static __attribute__((noinline)) int poll_locked(struct scq *cq, int n, struct i
 {
 	int got, r;
 
-	pthread_spin_lock(&cq->lock);
+	spin_lock(&cq->lock);
 	got = shadow_take(cq, n, wc);
 	if (got < n) {
 		r = cq->rpoll(cq->real, n - got, wc + got);
@@ -147,7 +147,7 @@ static __attribute__((noinline)) int poll_locked(struct scq *cq, int n, struct i
 			got = r;
 		}
 	}
-	pthread_spin_unlock(&cq->lock);
+	spin_unlock(&cq->lock);
 	return got;
 }
 
@@ -372,13 +372,13 @@ static int recv_common(struct rring *ring, struct sctx *c, void *real, int srq, 
 	uint32_t start, posted = 0;
 	int r;
 
-	pthread_spin_lock(&ring->lock);
+	spin_lock(&ring->lock);
 	start = ring->count;
 	for (w = wr; w; w = w->next) {
-		r = ring_push(ring, w);
+		r = ring_push_fast(ring, w);
 		if (r) {
 			ring_truncate(ring, start);
-			pthread_spin_unlock(&ring->lock);
+			spin_unlock(&ring->lock);
 			*bad = wr;
 			return r;
 		}
@@ -395,7 +395,7 @@ static int recv_common(struct rring *ring, struct sctx *c, void *real, int srq, 
 	}
 	if (r)
 		ring_truncate(ring, start + posted);
-	pthread_spin_unlock(&ring->lock);
+	spin_unlock(&ring->lock);
 	return r;
 }
 
@@ -553,14 +553,14 @@ EXPORT void ibv_ack_cq_events(struct ibv_cq *vcq, unsigned int nevents)
 		return;
 	}
 	g = gate_enter(1);
-	pthread_spin_lock(&c->lock);
+	spin_lock(&c->lock);
 	/* Events taken from a real CQ that a restart replaced are not
 	 * acknowledged to the new one. */
 	k = nevents < c->ev_old ? nevents : c->ev_old;
 	c->ev_old -= k;
 	nevents -= k;
 	c->ev_acked += nevents;
-	pthread_spin_unlock(&c->lock);
+	spin_unlock(&c->lock);
 	if (nevents)
 		R.ack_cq_events(c->real, nevents);
 	gate_leave(g);

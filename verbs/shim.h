@@ -188,6 +188,23 @@ struct rdev {
 	struct htab rkey;	/* app rkey -> current rkey */
 };
 
+/* A test-and-test-and-set spinlock, inline (short critical sections). */
+typedef volatile int spin_t;
+static inline void spin_init(spin_t *l)
+{
+	*l = 0;
+}
+static inline void spin_lock(spin_t *l)
+{
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+		while (*l)
+			__builtin_ia32_pause();
+}
+static inline void spin_unlock(spin_t *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
 /* Posted receives not yet completed: a ring, sized by the queue depth. */
 struct rslot {
 	uint64_t wr_id;
@@ -196,7 +213,7 @@ struct rslot {
 	struct ibv_sge sge[];
 };
 struct rring {
-	pthread_spinlock_t lock;
+	spin_t lock;
 	uint32_t head, count, cap, max_sge;
 	size_t stride;
 	char *buf;
@@ -257,7 +274,7 @@ struct scq {
 	int comp_vector;
 	int (*rpoll)(struct ibv_cq *, int, struct ibv_wc *);
 	/* shadow queue: completions drained at quiesce, delivered first */
-	pthread_spinlock_t lock;
+	spin_t lock;
 	volatile int shadow_n;
 	int shadow_head, shadow_cap;
 	struct ibv_wc *shadow;
@@ -441,6 +458,38 @@ HIDDEN int ring_done(struct rring *r, uint64_t wr_id, int head_only);
 static inline struct rslot *ring_at(struct rring *r, uint32_t i)
 {
 	return (struct rslot *)(r->buf + (size_t)((r->head + i) & (r->cap - 1)) * r->stride);
+}
+
+/* ring_push's common case, inline (lock held). */
+static inline int ring_push_fast(struct rring *r, const struct ibv_recv_wr *wr)
+{
+	struct rslot *s;
+	int i;
+
+	if (unlikely(r->count == r->cap || wr->num_sge < 0 ||
+		     (uint32_t)wr->num_sge > r->max_sge))
+		return ring_push(r, wr);
+	s = ring_at(r, r->count);
+	s->wr_id = wr->wr_id;
+	s->num_sge = (uint32_t)wr->num_sge;
+	for (i = 0; i < wr->num_sge; i++)
+		s->sge[i] = wr->sg_list[i];
+	r->count++;
+	return 0;
+}
+
+/* ring_done's common case: the head completed (takes the lock). */
+static inline int ring_done_fast(struct rring *r, uint64_t wr_id, int head_only)
+{
+	spin_lock(&r->lock);
+	if (likely(r->count && ring_at(r, 0)->wr_id == wr_id)) {
+		r->head = (r->head + 1) & (r->cap - 1);
+		r->count--;
+		spin_unlock(&r->lock);
+		return 1;
+	}
+	spin_unlock(&r->lock);
+	return ring_done(r, wr_id, head_only);
 }
 
 /* data path pieces used by the helper */

@@ -533,7 +533,7 @@ EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *
 		c->cqe_req = cqe;
 		c->comp_vector = comp_vector;
 		c->rpoll = real->context->ops.poll_cq;
-		pthread_spin_init(&c->lock, PTHREAD_PROCESS_PRIVATE);
+		spin_init(&c->lock);
 		c->v.context = context;
 		c->v.channel = channel;
 		c->v.cq_context = cq_context;
