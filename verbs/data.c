@@ -658,6 +658,9 @@ EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_eve
 	case IBV_EVENT_SRQ_ERR:
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
 		event->element.srq = &((struct ssrq *)event->element.srq->srq_context)->v;
+		/* the limit fired and is disarmed: a rebuild must not re-arm it */
+		if (event->event_type == IBV_EVENT_SRQ_LIMIT_REACHED)
+			((struct ssrq *)event->element.srq)->attr.srq_limit = 0;
 		break;
 	default:
 		break;

@@ -2,7 +2,7 @@
 # verbs test programs. Included by the top GNUmakefile; see docs/verbs.md.
 
 VERBS_SRC := core verbs data ckpt
-VERBS_TESTS := rc_pp selftest extra_objs microbench mtstress
+VERBS_TESTS := rc_pp selftest extra_objs microbench mtstress ext_verbs
 VERBS_CFLAGS := $(OPT) $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iverbs
 VERBS_HDRS := verbs/shim.h verbs/ibcr_verbs_abi.h
 

@@ -123,6 +123,12 @@ t_rc_pp_plain() { rc_pp_pair "" 300; }
 t_rc_pp_shim() { rc_pp_pair "$L" 300; }
 t_rc_pp_shim_events() { rc_pp_pair "$L" 300 -e; }
 
+t_ext_verbs() {
+	timeout 120 "$T/ext_verbs" >plain.out 2>&1 || fail "ext_verbs failed without the shim"
+	timeout 120 "$L" "$T/ext_verbs" >shim.out 2>&1 || fail "ext_verbs failed with the shim"
+	sed -n 's/^ *\(ok: .*EOPNOTSUPP\|ext_verbs: .*\)/info: \1/p' shim.out
+}
+
 t_selftest() {
 	mkdir -p rdv
 	timeout 300 "$L" "$T/selftest" -d "$W/rdv" -c 2 -n 10 >st.out 2>&1 || fail "selftest failed"
@@ -436,6 +442,7 @@ main)
 	check_main rc_pp_plain t_rc_pp_plain
 	check_main rc_pp_shim t_rc_pp_shim
 	check_main rc_pp_shim_events t_rc_pp_shim_events
+	check_main ext_verbs t_ext_verbs
 	check_main selftest_rebuild t_selftest
 	check_main threads_quiesce_rebuild t_mtstress
 	check_main rc_pingpong_shim t_rc_pingpong
