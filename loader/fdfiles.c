@@ -112,7 +112,7 @@ int deleted_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 	return as_saved(fd, &f->objs[i], "deleted file", path, e);
 }
 
-int memfd_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
+int memfd_make(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 {
 	const struct ibcr_fobj *o = &f->objs[i];
 	const char *name = f->paths[i] + (strncmp(f->paths[i], "/memfd:", 7) ? 0 : 7);
@@ -122,10 +122,25 @@ int memfd_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 		return ibcr_fail_errno(e, errno, "memfd %s (file object %u): creating it", name, i);
 	if (fill(fd, f, i, "memfd", e))
 		return -1;
-	if (fchmod(fd, (mode_t)(o->mode & 07777)) ||
-	    (o->aux[0] && fcntl(fd, F_ADD_SEALS, (int)o->aux[0]))) {
-		ibcr_fail_errno(e, errno, "memfd %s: restoring its mode %#o and seals %#llx",
-				name, (unsigned)(o->mode & 07777), (unsigned long long)o->aux[0]);
+	if (fchmod(fd, (mode_t)(o->mode & 07777))) {
+		ibcr_fail_errno(e, errno, "memfd %s: restoring its mode %#o", name,
+				(unsigned)(o->mode & 07777));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int memfd_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
+{
+	const struct ibcr_fobj *o = &f->objs[i];
+	int fd = shm_memfd(i);	/* made already if it is mapped shared too */
+
+	if (fd < 0 && (fd = memfd_make(f, i, e)) < 0)
+		return -1;
+	if (o->aux[0] && fcntl(fd, F_ADD_SEALS, (int)o->aux[0])) {
+		ibcr_fail_errno(e, errno, "memfd %s: restoring its seals %#llx", f->paths[i],
+				(unsigned long long)o->aux[0]);
 		close(fd);
 		return -1;
 	}

@@ -25,6 +25,8 @@ int tty_place(const struct restore *rs, const struct ibcr_fd *f, struct ibcr_err
 int inotify_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 int deleted_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 int memfd_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
+/* a memfd with its bytes and mode, unsealed: shm.c maps it before forking */
+int memfd_make(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 
 /* fdpty.c (loader): every master before any slave */
 int ptmx_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);

@@ -24,8 +24,8 @@ struct shm_obj {
 	uint64_t dev, ino;	/* its identity in the image */
 	uint64_t addr, size;	/* where it is mapped in the loader */
 	const struct ibcr_sysv_shm *sysv;	/* a SysV segment: its record */
-	const struct ibcr_vma *named;	/* a file (IBCR_VMAF_NAMED): a region */
-	const char *path;		/* of it, and the file's path */
+	const struct ibcr_vma *named;	/* a file (IBCR_VMAF_NAMED): a region of it */
+	const char *path;		/* the name of its first region (a file's path) */
 };
 
 /* One restore of one process, as the loader's musl part prepares it. */
@@ -116,6 +116,8 @@ struct job {
 
 /* shm.c: shared memory objects, made once and handed down by fork */
 int shm_prepare(struct job *j, uint32_t n, const struct ibcr_sysv *sv, struct ibcr_err *e);
+/* The memfd that file object i is, made and mapped by shm_prepare, or -1. */
+int shm_memfd(uint32_t i);
 void shm_remove_dead(const struct ibcr_sysv *sv);
 uint64_t shm_source(const struct restore *rs, const struct ibcr_vma *v);
 

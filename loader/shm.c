@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <linux/falloc.h>
 
@@ -23,6 +24,7 @@
 
 #include "buf.h"
 #include "xxh64.h"
+#include "fdkinds.h"
 #include "loader.h"
 
 static int is_shared_obj(const struct ibcr_vma *v)
@@ -188,6 +190,58 @@ static int named_open(struct job *j, uint32_t n, struct shm_obj *o, struct ibcr_
 	return 0;
 }
 
+/* memfds made for shared objects, until memfd_open takes them */
+static struct made_memfd {
+	uint32_t obj;
+	int fd;
+} *made;
+static uint32_t nmade;
+
+int shm_memfd(uint32_t i)
+{
+	for (uint32_t k = 0; k < nmade; k++)
+		if (made[k].obj == i && made[k].fd >= 0) {
+			int fd = made[k].fd;
+
+			made[k].fd = -1;
+			return fd;
+		}
+	return -1;
+}
+
+/* The memfd file object the shared object is (its fd is open too), or -1. */
+static long memfd_object(const struct ibcr_files *f, const struct shm_obj *o)
+{
+	if (o->sysv || o->named || strncmp(o->path, "/memfd:", 7))
+		return -1;
+	for (uint32_t i = 0; i < f->nobjs; i++)
+		if (f->objs[i].kind == IBCR_FD_MEMFD && f->objs[i].ino == o->ino &&
+		    major((dev_t)f->objs[i].dev) == o->dev >> 32 &&
+		    minor((dev_t)f->objs[i].dev) == (uint32_t)o->dev)
+			return i;
+	return -1;
+}
+
+/* A memfd that is open and mapped shared: one object, made here. */
+static int memfd_map(const struct ibcr_files *f, uint32_t i, const struct shm_obj *o,
+		     struct ibcr_err *e)
+{
+	int fd = memfd_make(f, i, e);
+	void *p;
+
+	if (fd < 0)
+		return -1;
+	p = mmap((void *)(uintptr_t)o->addr, o->size, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return ibcr_fail_errno(e, errno, "memfd %s: mapping it", f->paths[i]);
+	}
+	made = xrealloc(made, sizeof(*made) * (nmade + 1));
+	made[nmade++] = (struct made_memfd){ i, fd };
+	return 0;
+}
+
 static struct shm_obj *find(struct shm_obj *o, uint32_t n, const struct ibcr_vma *v)
 {
 	for (uint32_t i = 0; i < n; i++)
@@ -262,12 +316,10 @@ static void object_sizes(struct job *j, uint32_t n, const struct ibcr_sysv *sv,
 				o = xrealloc(o, sizeof(*o) * (m + 1));
 				x = &o[m++];
 				*x = (struct shm_obj){ v->file_dev, v->file_ino, 0, 0, NULL, NULL,
-						       NULL };
+						       j[k].ps.vma_names[i] };
 			}
-			if (v->flags & IBCR_VMAF_NAMED) {
+			if (v->flags & IBCR_VMAF_NAMED)
 				x->named = v;
-				x->path = j[k].ps.vma_names[i];
-			}
 			if (end > x->size)
 				x->size = end;
 			if (v->flags & IBCR_VMAF_SYSV) {
@@ -294,6 +346,7 @@ int shm_prepare(struct job *j, uint32_t n, const struct ibcr_sysv *sv, struct ib
 	for (uint32_t k = 0; k < n; k++)
 		all[k] = &j[k].ps;
 	for (uint32_t x = 0; x < m && !rc; x++) {
+		long mfd;
 		void *p;
 
 		if (find_free(all, n, o[x].size, &o[x].addr, e))
@@ -302,6 +355,8 @@ int shm_prepare(struct job *j, uint32_t n, const struct ibcr_sysv *sv, struct ib
 			rc = sysv_create(o[x].sysv, o[x].addr, e);
 		else if (o[x].named)
 			rc = named_open(j, n, &o[x], e);
+		else if ((mfd = memfd_object(j[0].rs.files, &o[x])) >= 0)
+			rc = memfd_map(j[0].rs.files, (uint32_t)mfd, &o[x], e);
 		else if ((p = mmap((void *)(uintptr_t)o[x].addr, o[x].size, PROT_READ | PROT_WRITE,
 				   MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0)) ==
 			 MAP_FAILED)

@@ -24,6 +24,10 @@
 
 #define DELETED_SUFFIX " (deleted)"
 
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
+
 /* pty slaves, virtual consoles, serial lines, /dev/tty, /dev/console */
 int is_terminal(const struct stat *st)
 {
@@ -131,7 +135,8 @@ int memfd_check_mapped(const struct target *t, uint32_t n, const struct fobjs *o
 	for (uint32_t i = 0; i < o->f.nobjs; i++) {
 		const struct ibcr_fobj *ob = &o->f.objs[i];
 
-		if (ob->kind != IBCR_FD_MEMFD)
+		/* one object again at restore, made writable before its seals */
+		if (ob->kind != IBCR_FD_MEMFD || !(ob->aux[0] & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)))
 			continue;
 		for (uint32_t k = 0; k < n; k++)
 			for (uint32_t r = 0; r < t[k].ps.nvmas; r++) {
@@ -140,10 +145,9 @@ int memfd_check_mapped(const struct target *t, uint32_t n, const struct fobjs *o
 				if (v->kind == IBCR_VMA_SHMEM && v->file_ino == ob->ino &&
 				    v->file_dev >> 32 == major(ob->dev) &&
 				    (uint32_t)v->file_dev == minor(ob->dev))
-					return ibcr_fail(e, "pid %d fd %d: memfd %s is also mapped "
-							 "shared (pid %d at %#llx): descriptor and "
-							 "mapping would come back as two objects (not "
-							 "supported yet)", (int)o->rep_pid[i],
+					return ibcr_fail(e, "pid %d fd %d: memfd %s, sealed against "
+							 "writing, is also mapped shared (pid %d at "
+							 "%#llx): not supported", (int)o->rep_pid[i],
 							 o->rep_fd[i], o->f.paths[i], (int)t[k].pid,
 							 (unsigned long long)v->start);
 			}

@@ -37,7 +37,7 @@ refuse inotify-unread "inotify" "unread event"
 refuse epoll-closed "epoll" "fd 4\b" "closed"
 refuse deleted-big "deleted file" "68157440 bytes" "64 MiB"
 refuse deleted-linked "deleted" "other name"
-refuse memfd-shared "memfd" "mapped shared"
+refuse memfd-sealed "memfd" "sealed against writing" "mapped shared"
 [ ${#problems[@]} = 0 ] || fail "$(printf '%s\n' "${problems[@]}")"
 
 # deleted file, its directory gone at restore, then back

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Shared memory that has a name: POSIX shm (/dev/shm), a file mapped
-# shared and writable, and a memfd. A parent and two workers, each with a
+# shared and writable, and a memfd, mapped only or also still open (the
+# descriptor and the mappings must be one object again). A parent and two workers, each with a
 # mapping of its own, keep counting in the one object after restart; the
 # object has the checkpoint's content even when it was deleted (as in a
 # fresh container) or overwritten after the checkpoint, and a restore
@@ -38,7 +39,7 @@ round() {
 	grep -q FAIL "$T/prog.out" && fail "$kind: $(grep FAIL "$T/prog.out")"
 	grep -q '^DONE' "$T/prog.out" || fail "$kind: program did not finish"
 	assert_ticks_continuous "$T/prog.out"
-	# a memfd comes back as shared memory of another name
+	# a memfd no fd holds comes back as shared memory of another name
 	[ "$kind" = memfd ] ||
 		diff "$T/maps.before" "$T/maps.after" >"$T/maps.diff" ||
 		fail "$kind: memory layout changed: $(cat "$T/maps.diff")"
@@ -47,6 +48,7 @@ round() {
 round posix "/$SHM" "rm /dev/shm/$SHM"
 round file "$FILE" "dd if=/dev/urandom of=$FILE bs=64k count=64 conv=notrunc status=none"
 round memfd "" ":"
+round memfd-open "" ":"
 
 # Restoring a copy while the job still runs would write into its memory.
 start "$T/prog.out" "$PROGS/shared" 100 100 posix "/$SHM"

@@ -13,7 +13,7 @@
  *                   fd 5 only
  *   deleted-big     a deleted file of 65 MiB (sparse)
  *   deleted-linked  a file with two names, one deleted ("b" remains)
- *   memfd-shared    a memfd, also mapped shared
+ *   memfd-sealed    a memfd sealed against writing, also mapped shared
  *   deleted         sub/f, 6 bytes, deleted; reading it from offset 2 each
  *                   tick must give "llo\n", else "FAIL" and exit 1
  *
@@ -75,10 +75,10 @@ static int hold_file(const char *kind)
 	if (!strcmp(kind, "deleted-big"))
 		return (fd = open(".", O_TMPFILE | O_RDWR, 0600)) != 3 ||
 		       ftruncate(fd, 65 << 20) ? -1 : 0;
-	if (!strcmp(kind, "memfd-shared"))
-		return (fd = memfd_create("shared", 0)) != 3 || ftruncate(fd, 4096) ||
-		       mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED ?
-		       -1 : 0;
+	if (!strcmp(kind, "memfd-sealed"))
+		return (fd = memfd_create("sealed", MFD_ALLOW_SEALING)) != 3 ||
+		       ftruncate(fd, 4096) || fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) ||
+		       mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED ? -1 : 0;
 	if (!strcmp(kind, "deleted-linked"))
 		return open("a", O_RDWR | O_CREAT, 0644) != 3 || link("a", "b") ||
 		       unlink("a") ? -1 : 0;

@@ -11,8 +11,10 @@
  *
  * KIND is what the memory is: anon (MAP_SHARED anonymous, inherited),
  * posix (shm_open(PATH), mapped again by each worker), file (the file
- * PATH, likewise) or memfd (each worker maps the inherited memfd, which
- * all then close).
+ * PATH, likewise), memfd (each worker maps the inherited memfd, which
+ * all then close) or memfd-open (the same, but the memfd stays open: each
+ * tick the parent writes the tick into the memory and reads it back
+ * through the descriptor, which must be the same object).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -20,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +37,7 @@
 struct shared {
 	atomic_ulong count[2];
 	atomic_int stop;
+	long mark;		/* memfd-open: written here, read through the fd */
 	uint64_t pattern[];	/* the rest: mix(i) */
 };
 
@@ -51,7 +55,7 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-enum kind { ANON, POSIX, FILE_, MEMFD };
+enum kind { ANON, POSIX, FILE_, MEMFD, MEMFD_OPEN };
 
 /* A mapping of the object of its own; fd is -1 for anonymous memory. */
 static struct shared *map(int fd)
@@ -70,11 +74,21 @@ static int open_object(enum kind kind, const char *path)
 		fd = shm_open(path, O_RDWR | O_CREAT, 0640);
 	else if (kind == FILE_)
 		fd = open(path, O_RDWR | O_CREAT, 0640);
-	else if (kind == MEMFD)
+	else if (kind == MEMFD || kind == MEMFD_OPEN)
 		fd = memfd_create("shared-test", 0);
 	if (fd >= 0 && ftruncate(fd, SIZE))
 		return -1;
 	return fd;
+}
+
+/* Written through the mapping, read through the descriptor. */
+static int fd_sees(struct shared *s, int fd, long n)
+{
+	long v = -1;
+
+	s->mark = n;
+	return pread(fd, &v, sizeof(v), (off_t)offsetof(struct shared, mark)) ==
+	       (ssize_t)sizeof(v) && v == n;
 }
 
 static int worker(struct shared *s, int k)
@@ -91,7 +105,8 @@ int main(int argc, char **argv)
 	long ticks = argc > 1 ? atol(argv[1]) : 40, ms = argc > 2 ? atol(argv[2]) : 100;
 	const char *kinds = argc > 3 ? argv[3] : "anon", *path = argc > 4 ? argv[4] : "";
 	enum kind kind = !strcmp(kinds, "posix") ? POSIX : !strcmp(kinds, "file") ? FILE_ :
-			 !strcmp(kinds, "memfd") ? MEMFD : ANON;
+			 !strcmp(kinds, "memfd") ? MEMFD :
+			 !strcmp(kinds, "memfd-open") ? MEMFD_OPEN : ANON;
 	int fd = open_object(kind, path), still[2] = { 0, 0 }, st;
 	struct shared *s = kind == ANON || fd >= 0 ? map(fd) : NULL;
 	size_t words = (SIZE - sizeof(struct shared)) / 8;
@@ -109,11 +124,11 @@ int main(int argc, char **argv)
 			/* a mapping of its own, not the inherited one */
 			struct shared *mine = fd >= 0 ? map(fd) : s;
 
-			if (fd >= 0)
+			if (fd >= 0 && kind != MEMFD_OPEN)
 				close(fd);
 			return mine ? worker(mine, k) : 2;
 		}
-	if (fd >= 0)
+	if (fd >= 0 && kind != MEMFD_OPEN)
 		close(fd);
 	for (long n = 0; n < ticks; n++) {
 		for (int k = 0; k < 2; k++) {
@@ -131,6 +146,10 @@ int main(int argc, char **argv)
 				printf("FAIL shared pattern word %zu changed\n", i);
 				return 1;
 			}
+		if (kind == MEMFD_OPEN && !fd_sees(s, fd, n)) {
+			printf("FAIL tick %ld: the memfd does not see its mapping\n", n);
+			return 1;
+		}
 		printf("tick %ld pid %d counts %lu %lu\n", n, (int)getpid(), last[0], last[1]);
 		fflush(stdout);
 		sleep_ms(ms);
