@@ -29,11 +29,14 @@
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <linux/netlink.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef NETLINK_ROUTE
+#define NETLINK_ROUTE 0	/* linux/netlink.h: not in every cross sysroot */
+#endif
 
 static int watched_dir(void)
 {
