@@ -4,7 +4,8 @@
 #   on restart-loader's own stdout, the ticks going on from the pipe's;
 # - a file open at an offset is written on at that offset (the file is
 #   exactly the expected bytes), an O_APPEND file stays in append mode
-#   (its writes land after a line added while the process was gone);
+#   (its writes land after a line added while the process was gone), an
+#   O_DIRECT descriptor keeps O_DIRECT and reads;
 # - a descriptor the loader itself inherited (fd 7) does not leak into
 #   the restored process, which has exactly the fds it had.
 . "$(dirname "$0")/lib.sh"
@@ -27,6 +28,11 @@ pid=$!
 STARTED+=("$pid" "$catpid")
 exec {pw}>&-	# cat sees EOF once the program is gone
 wait_line "$T/pipe.out" '^tick 5 '
+# a file system that takes O_DIRECT (the host's; the arm64 guest's tmpfs
+# on a 6.1 kernel does not) must give the restored descriptor O_DIRECT too
+if [ "$(uname -m)" = x86_64 ]; then
+	grep -qx 'direct on' "$T/pipe.out" || fail "no O_DIRECT descriptor: $(grep direct "$T/pipe.out")"
+fi
 [[ $(readlink "/proc/$pid/fd/1") == pipe:* ]] || fail "stdout of $pid is not a pipe: $(readlink "/proc/$pid/fd/1")"
 ls "/proc/$pid/fd" >"$T/fds.before"
 maps "$pid" >"$T/maps.before"

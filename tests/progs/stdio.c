@@ -9,13 +9,19 @@
  *   APPEND  opened O_APPEND; each tick seeks to 0 and writes "app N\n",
  *           which must still land at the end
  *
- * Each tick it checks DATA's offset is where its records end and APPEND
- * still has O_APPEND, then prints "tick N pid P" on stdout (a pipe, a
- * terminal or a file). Any mismatch: "FAIL ..." on stdout and exit 1.
+ *   DATA also opened O_DIRECT, read 4 KiB at 0 each tick through an
+ *           aligned buffer ("direct on" first; "direct unsupported" where
+ *           the file system refuses O_DIRECT)
+ *
+ * Each tick it checks DATA's offset is where its records end, APPEND
+ * still has O_APPEND and the direct descriptor O_DIRECT, then prints "tick
+ * N pid P" on stdout (a pipe, a terminal or a file). Any mismatch: "FAIL
+ * ..." on stdout and exit 1.
  *
  *   stdio TICKS MS DATA OFFSET APPEND
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +39,9 @@ static void fail(const char *what)
 int main(int argc, char **argv)
 {
 	long ticks, ms;
+	static char block[4096] __attribute__((aligned(4096)));
 	off_t offset;
-	int data, app;
+	int data, app, direct;
 
 	if (argc != 6) {
 		fprintf(stderr, "usage: stdio TICKS MS DATA OFFSET APPEND\n");
@@ -47,6 +54,10 @@ int main(int argc, char **argv)
 	app = open(argv[5], O_WRONLY | O_APPEND);
 	if (data < 0 || app < 0 || lseek(data, offset, SEEK_SET) != offset)
 		fail("cannot open the files");
+	direct = open(argv[3], O_RDONLY | O_DIRECT);
+	if (direct < 0 && errno != EINVAL)
+		fail("cannot open the data file O_DIRECT");
+	printf("direct %s\n", direct < 0 ? "unsupported" : "on");
 	for (long n = 0; n < ticks; n++) {
 		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
 		char rec[32], line[32];
@@ -55,6 +66,9 @@ int main(int argc, char **argv)
 			fail("data file offset moved");
 		if (!(fcntl(app, F_GETFL) & O_APPEND))
 			fail("append file lost O_APPEND");
+		if (direct >= 0 && (!(fcntl(direct, F_GETFL) & O_DIRECT) ||
+				    pread(direct, block, 4096, 0) != 4096))
+			fail("the O_DIRECT descriptor lost O_DIRECT or cannot read");
 		snprintf(rec, sizeof(rec), "rec %04ld\n", n);
 		snprintf(line, sizeof(line), "app %ld\n", n);
 		/* with O_APPEND the seek does not matter: the write goes to the end */
