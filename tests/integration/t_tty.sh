@@ -15,7 +15,8 @@
 on_tty() {
 	local out=$1
 	shift
-	script -qfec "$(printf '%q ' "$PROGS/clean-exec" "$@")" /dev/null </dev/null >"$out" 2>&1 &
+	# script(1) runs the command with $SHELL, which may be dash (no $'...')
+	SHELL=/bin/bash script -qfec "$(printf '%q ' "$PROGS/clean-exec" "$@")" /dev/null </dev/null >"$out" 2>&1 &
 	SPID=$!
 	STARTED+=("$SPID")
 }
