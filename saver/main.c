@@ -216,7 +216,7 @@ static int snapshot_all(struct target *t, uint32_t n, struct ibcr_err *e)
 }
 
 struct stats {
-	double start, frozen, captured, released, written;
+	double start, frozen, seized, captured, snapshotted, released, written;
 	uint64_t image_bytes, page_bytes;
 };
 
@@ -231,9 +231,11 @@ static void print_stats(const struct stats *s, struct target *t, uint32_t n,
 		for (uint32_t k = 0; k < t[i].ps.nvmas; k++)
 			pages += t[i].ps.vmas[k].data_len;
 	getrusage(RUSAGE_SELF, &ru);
-	fprintf(stderr, "ibcr-stats: freeze_ms=%.1f capture_ms=%.1f write_ms=%.1f "
+	fprintf(stderr, "ibcr-stats: freeze_ms=%.1f capture_ms=%.1f seize_ms=%.1f "
+		"snapshot_ms=%.1f write_ms=%.1f "
 		"total_ms=%.1f image_bytes=%llu page_bytes=%llu peak_rss_kb=%ld\n",
-		s->released - s->frozen, s->captured - s->frozen,
+		s->released - s->frozen, s->captured - s->frozen, s->seized - s->frozen,
+		s->snapshotted ? s->snapshotted - s->captured : 0.0,
 		s->written - s->captured, s->written - s->start,
 		stat(out, &st) ? 0ull : (unsigned long long)st.st_size,
 		(unsigned long long)pages, ru.ru_maxrss);
@@ -310,12 +312,16 @@ int main(int argc, char **argv)
 	/* Verbs users quiesce themselves first, while they still run. */
 	if (!rc)
 		rc = verbs_quiesce(t, n, &e);
+	/* smaps walks every page: read it now, while they still run */
+	for (uint32_t i = 0; i < n && !rc && !tree && how == RELEASE_RUN && snapshots; i++)
+		vmflags_preread(&t[i]);
 	s.frozen = now_ms();
 	/* All are stopped before any is read: one consistent point in time. */
 	if (tree && !rc)
 		rc = tree_seize(&t, &n, &e);
 	for (uint32_t i = 0; i < n && !rc && !tree; i++)
 		rc = target_seize(&t[i], &e);
+	s.seized = now_ms();
 	for (uint32_t i = 0; i < n && !rc; i++)
 		rc = t[i].zombie ? 0 : capture(&t[i], &objs, &e);
 	if (!rc)
@@ -330,11 +336,15 @@ int main(int argc, char **argv)
 	if (!rc && how == RELEASE_RUN && snapshots) {
 		rc = snapshot_all(t, n, &e);
 		released = rc == 1;
+		if (released)
+			s.snapshotted = now_ms();
 		rc = rc < 0 ? -1 : 0;
 		if (released)
 			release_all(t, n, RELEASE_RUN);
 	}
 	s.released = now_ms();
+	for (uint32_t i = 0; i < n && !rc; i++)
+		rc = t[i].zombie ? 0 : vmflags_verify(&t[i], &e);
 	if (!rc)
 		rc = write_image(out, t, n, &objs, &sysv, &ipc, &comp, &e);
 	s.written = now_ms();

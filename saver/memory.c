@@ -67,6 +67,17 @@ static uint32_t madv_of(uint32_t vmf)
 	       ((vmf & VMF_LOCKED) ? IBCR_MADV_LOCKED : 0);
 }
 
+#define VMAF_FROM_VMFLAGS (IBCR_VMAF_GROWSDOWN | IBCR_VMAF_NORESERVE | IBCR_VMAF_ACCOUNT)
+
+void vma_set_vmflags(struct ibcr_vma *v, uint32_t vmf)
+{
+	v->flags = (v->flags & ~(uint32_t)VMAF_FROM_VMFLAGS) |
+		   ((vmf & VMF_GROWSDOWN) ? IBCR_VMAF_GROWSDOWN : 0) |
+		   ((vmf & VMF_NORESERVE) ? IBCR_VMAF_NORESERVE : 0) |
+		   ((vmf & VMF_ACCOUNT) ? IBCR_VMAF_ACCOUNT : 0);
+	v->madv = madv_of(vmf);
+}
+
 #define REGION_FAIL(what) \
 	ibcr_fail(e, "pid %d: region %#llx-%#llx (%s): %s", (int)t->pid, \
 		  (unsigned long long)m->start, (unsigned long long)m->end, \
@@ -176,11 +187,8 @@ static int classify(struct target *t, const struct maps_entry *m,
 	v->end = m->end;
 	v->pgoff = m->pgoff;
 	v->prot = m->prot;
-	v->flags = (m->shared ? IBCR_VMAF_SHARED : 0) |
-		   ((m->vmflags & VMF_GROWSDOWN) ? IBCR_VMAF_GROWSDOWN : 0) |
-		   ((m->vmflags & VMF_NORESERVE) ? IBCR_VMAF_NORESERVE : 0) |
-		   ((m->vmflags & VMF_ACCOUNT) ? IBCR_VMAF_ACCOUNT : 0);
-	v->madv = madv_of(m->vmflags);
+	v->flags = m->shared ? IBCR_VMAF_SHARED : 0;
+	vma_set_vmflags(v, m->vmflags);
 	if (!strcmp(p, "[vsyscall]") || !strcmp(p, "[uprobes]"))
 		return 1;	/* fixed by the kernel, nothing to restore */
 	if (!strncmp(p, "/dev/infiniband/", 16)) {
@@ -220,8 +228,14 @@ int capture_memory_map(struct target *t, struct ibcr_err *e)
 	struct maps_entry *m;
 	size_t n;
 
-	if (maps_read(t->pid, 1, &m, &n, e))
+	switch (vmflags_layout(t, &m, &n, e)) {
+	case 0:		/* no guess to go by: the page walk, in the freeze */
+		if (maps_read(t->pid, 1, &m, &n, e))
+			return -1;
+		break;
+	case -1:
 		return -1;
+	}
 	ps->vmas = xcalloc(n, sizeof(*ps->vmas));
 	ps->vma_names = xcalloc(n, sizeof(char *));
 	for (size_t i = 0; i < n; i++) {

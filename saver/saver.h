@@ -10,6 +10,7 @@
 #include "err.h"
 #include "image_io.h"
 #include "model.h"
+#include "procfs.h"
 
 /* One process being checkpointed. */
 struct target {
@@ -26,6 +27,9 @@ struct target {
 	pid_t mem_pid;		/* the copy-on-write snapshot memory is read from */
 	uint64_t verbs_addr;	/* the verbs shim's control object, or 0 */
 	struct ibcr_verbs_control *verbs;	/* its copy once quiesced */
+	struct maps_entry *pre;	/* smaps read before the freeze (vmflags.c) */
+	size_t npre;
+	int vmflags_guessed;	/* vmas' flags from pre, to be verified */
 	struct ibcr_process_state ps;
 };
 
@@ -61,6 +65,14 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 
 /* memory.c */
 int capture_memory_map(struct target *t, struct ibcr_err *e);
+/* Sets a region's flags and madvise state that come from smaps VmFlags. */
+void vma_set_vmflags(struct ibcr_vma *v, uint32_t vmflags);
+
+/* vmflags.c: smaps (a page walk) read before the freeze, checked after */
+void vmflags_preread(struct target *t);
+int vmflags_layout(struct target *t, struct maps_entry **m, size_t *n,
+		   struct ibcr_err *e);
+int vmflags_verify(struct target *t, struct ibcr_err *e);
 /* Makes every mapping of a file saved as shared memory one (NAMED). */
 void shm_join_named(struct target *t, uint32_t n);
 int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
