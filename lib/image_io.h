@@ -40,6 +40,15 @@ int imgw_begin(struct img_writer *w, uint32_t type, uint32_t proc,
 int imgw_data(struct img_writer *w, const void *data, uint64_t len,
 	      struct ibcr_err *e);
 int imgw_end(struct img_writer *w, struct ibcr_err *e);
+/*
+ * Payload written in place, without a copy: imgw_room gives the free
+ * part of the write buffer (*len: at most what was asked, at least min
+ * when the request was that large; the buffer is handed on first if
+ * less is left), imgw_fill says how many bytes of it are now payload.
+ * Not for sections whose checksum the writer computes.
+ */
+void *imgw_room(struct img_writer *w, size_t min, size_t *len, struct ibcr_err *e);
+int imgw_fill(struct img_writer *w, size_t n, struct ibcr_err *e);
 /* Offset of the next payload byte, relative to the open section's payload. */
 uint64_t imgw_payload_pos(const struct img_writer *w);
 int imgw_commit(struct img_writer *w, struct ibcr_err *e);

@@ -193,6 +193,25 @@ int imgw_data(struct img_writer *w, const void *data, uint64_t len,
 	return put(w, data, len, e);
 }
 
+void *imgw_room(struct img_writer *w, size_t min, size_t *len, struct ibcr_err *e)
+{
+	size_t left = WQ_BUF_SIZE - w->wlen;
+
+	if (left < min && left < *len && flush(w, e))
+		return NULL;
+	left = WQ_BUF_SIZE - w->wlen;
+	if (*len > left)
+		*len = left;
+	return w->wbuf + w->wlen;
+}
+
+int imgw_fill(struct img_writer *w, size_t n, struct ibcr_err *e)
+{
+	w->wlen += n;
+	w->off += n;
+	return w->wlen == WQ_BUF_SIZE ? flush(w, e) : 0;
+}
+
 int imgw_end(struct img_writer *w, struct ibcr_err *e)
 {
 	w->sec.size = imgw_payload_pos(w);

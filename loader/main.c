@@ -269,7 +269,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	double start = now_ms();
+	double start = now_ms(), t_prepared, t_filled;
 	struct img_reader r;
 	struct ibcr_err e = { "" };
 	struct ibcr_files files;
@@ -325,10 +325,12 @@ int main(int argc, char **argv)
 		j[i].rs.fd_base = base;
 	}
 	tree_link(j, r.hdr.nprocs);
+	t_prepared = now_ms();
 	if (tree_start(j, r.hdr.nprocs, base, verbose) || wait_ready(j, r.hdr.nprocs)) {
 		kill_all(j, r.hdr.nprocs);
 		return 1;
 	}
+	t_filled = now_ms();
 	shm_remove_dead(&sysv);
 	/* the processes have them: a pipe's end held here would hide its EOF */
 	for (uint32_t i = 0; i < files.nobjs; i++)
@@ -350,8 +352,10 @@ int main(int argc, char **argv)
 		struct rusage ru;
 
 		getrusage(RUSAGE_SELF, &ru);
-		fprintf(stderr, "ibcr-stats: restore_ms=%.1f peak_rss_kb=%ld\n",
-			now_ms() - start, ru.ru_maxrss);
+		fprintf(stderr, "ibcr-stats: restore_ms=%.1f prepare_ms=%.1f memory_ms=%.1f "
+			"finish_ms=%.1f peak_rss_kb=%ld\n", now_ms() - start,
+			t_prepared - start, t_filled - t_prepared, now_ms() - t_filled,
+			ru.ru_maxrss);
 	}
 	wait_all(j, r.hdr.nprocs);
 }

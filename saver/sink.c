@@ -143,3 +143,14 @@ int sink_finish(struct sink *s, struct ibcr_err *e)
 	free(s->out_len);
 	return rc;
 }
+
+void *sink_room(struct sink *s, size_t min, size_t *len, struct ibcr_err *e)
+{
+	return imgw_room(s->w, min, len, e);
+}
+
+int sink_fill(struct sink *s, size_t n, struct ibcr_err *e)
+{
+	s->pos += n;
+	return imgw_fill(s->w, n, e);
+}

@@ -27,5 +27,8 @@ struct sink {
 int sink_init(struct sink *s, struct img_writer *w, int codec, int level);
 int sink_put(struct sink *s, const void *p, size_t n, struct ibcr_err *e);
 int sink_finish(struct sink *s, struct ibcr_err *e);
+/* Uncompressed only: room to write page data in place (see imgw_room). */
+void *sink_room(struct sink *s, size_t min, size_t *len, struct ibcr_err *e);
+int sink_fill(struct sink *s, size_t n, struct ibcr_err *e);
 
 #endif
