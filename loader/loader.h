@@ -95,12 +95,16 @@ struct pages {
 	uint64_t first;
 	const char *path;
 	struct slot *slot;
+	uint8_t *help_buf;	/* pagehelp.c */
 };
 
 int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd,
 	       const char *path, pid_t child, struct ibcr_err *e);
 int pages_fill(struct pages *pg, uint32_t idx, struct ibcr_err *e);
 void pages_close(struct pages *pg);
+/* pagehelp.c: page data of region idx from byte `from` on, into child */
+int pages_help(struct pages *pg, pid_t child, uint32_t idx, uint64_t from,
+	       struct ibcr_err *e);
 
 /* One process of the image being restored (main.c, tree.c). */
 struct job {

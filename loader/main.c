@@ -89,10 +89,35 @@ static void serve_fill(struct job *j)
 		return;
 }
 
+/* The core fills a large region with our help ('H', pagehelp.c). */
+static void serve_help(struct job *j)
+{
+	struct ibcr_err e = { "" };
+	uint8_t msg[12];
+	uint32_t idx;
+	uint64_t from;
+	char reply = 'K';
+
+	if (read(j->status_fd, msg, sizeof(msg)) != sizeof(msg))
+		return;
+	memcpy(&idx, msg, 4);
+	memcpy(&from, msg + 4, 8);
+	if (!j->pages_open && !pages_open(&j->pages, &j->ps, j->rs.r->fd, j->rs.r->path,
+					  j->child, &e))
+		j->pages_open = 1;
+	if (!j->pages_open || pages_help(&j->pages, j->child, idx, from, &e)) {
+		fprintf(stderr, "restart-loader: pid %d: %s\n", j->ps.rec.pid, e.msg);
+		reply = 'X';
+	}
+	if (write(j->control_fd, &reply, 1) != 1)
+		return;
+}
+
 /*
  * Reads the child's status pipe up to its verdict: 'R' ready, 'E' and a
  * message, or nothing (it died). On the way: trace lines ('D') and, for
- * compressed images, requests to fill a region ('P').
+ * compressed images, requests to fill a region ('P'), for large regions
+ * of uncompressed ones, to help fill it ('H').
  */
 static int read_status(struct job *j, char *msg, size_t size)
 {
@@ -109,6 +134,10 @@ static int read_status(struct job *j, char *msg, size_t size)
 		}
 		if (msg[0] == 'P') {
 			serve_fill(j);
+			continue;
+		}
+		if (msg[0] == 'H') {
+			serve_help(j);
 			continue;
 		}
 		if (msg[0] == 'C') {
@@ -292,6 +321,12 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/*
+	 * A child that died leaves its pipes broken: say why (it did, on its
+	 * status pipe) rather than die of SIGPIPE answering it. The core sets
+	 * every signal's saved action, this one included.
+	 */
+	signal(SIGPIPE, SIG_IGN);
 	if (open_image(argv[optind], &r, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;

@@ -203,6 +203,7 @@ void pages_close(struct pages *pg)
 		free(pg->slot[k].stored);
 	}
 	free(pg->slot);
+	free(pg->help_buf);
 	if (pg->memfd >= 0)
 		close(pg->memfd);
 	memset(pg, 0, sizeof(*pg));

@@ -107,6 +107,74 @@ static uint32_t read_run(struct plan *p, const struct plan_vma *v,
 }
 
 /*
+ * A large private region is filled by two: the loader takes its data
+ * from HELP_SHARE percent on (loader/pagehelp.c), the core the part
+ * before. The loader's share is the smaller one: it copies each byte
+ * twice (image to buffer, buffer to the region), the core once.
+ */
+#define HELP_MIN (16ul << 20)
+#define HELP_SHARE 55
+
+static int helpable(const struct plan *p, const struct plan_vma *v, int prot)
+{
+	return (prot & PROT_WRITE) && v->data_len >= HELP_MIN && v->fd < 0 &&
+	       !(v->flags & IBCR_VMAF_SHARED) && !v->shm_src &&
+	       !(p->flags & PLAN_FILL_BY_LOADER);
+}
+
+static void ask_help(struct plan *p, const struct plan_vma *v, uint64_t from)
+{
+	uint8_t msg[13] = { 'H' };
+	uint32_t idx = (uint32_t)(v - p->vmas);
+
+	__builtin_memcpy(msg + 1, &idx, 4);
+	__builtin_memcpy(msg + 5, &from, 8);
+	if (sys_write(p->status_fd, msg, sizeof(msg)) != sizeof(msg))
+		sys_exit_group(127);
+}
+
+static void wait_help(struct plan *p)
+{
+	char reply = 0;
+
+	if (sys_read(p->control_fd, &reply, 1) != 1 || reply != 'K')
+		sys_exit_group(127);	/* the loader said why */
+}
+
+/*
+ * The region's data: the core reads its stream bytes [0, lim) in place,
+ * then, once the loader has put the rest, sums the rest where it lies.
+ */
+static uint32_t fill_shared_work(struct plan *p, const struct plan_vma *v, uint64_t lim)
+{
+	uint64_t off = v->data_off, pos = 0;
+	uint32_t sum = 0;
+
+	for (uint64_t i = 0; i < v->nruns; i++) {
+		uint64_t len = v->runs[i].npages * p->page_size;
+
+		if (pos < lim) {
+			struct ibcr_run part = { v->runs[i].addr,
+						 (lim - pos < len ? lim - pos : len) / p->page_size };
+
+			sum = read_run(p, v, &part, &off, sum, -1);
+		}
+		pos += len;
+	}
+	wait_help(p);
+	pos = 0;
+	for (uint64_t i = 0; i < v->nruns; i++) {
+		uint64_t len = v->runs[i].npages * p->page_size, skip = lim > pos ? lim - pos : 0;
+
+		if (skip < len)
+			sum = page_sum(sum, (const void *)(v->runs[i].addr + skip), len - skip,
+				       p->page_size);
+		pos += len;
+	}
+	return sum;
+}
+
+/*
  * Would the kernel merge v into the region just below it? Only
  * neighbours with equal flags can merge: adjacent, same kind, protection
  * and sharing, and for files contiguous offsets of the same file.
@@ -229,6 +297,12 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 	} else if (v->data_len && (p->flags & PLAN_FILL_BY_LOADER)) {
 		ask_loader(p, v, prot & PROT_WRITE);
 		crc = v->data_crc;	/* checked by the loader */
+	} else if (helpable(p, v, prot)) {
+		uint64_t lim = v->data_len / 100 * HELP_SHARE;
+
+		lim -= lim % p->page_size;
+		ask_help(p, v, lim);
+		crc = fill_shared_work(p, v, lim);
 	} else if (v->data_len) {
 		if (!(prot & PROT_WRITE))
 			memfd = open_self_mem(p, v);

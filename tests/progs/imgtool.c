@@ -9,8 +9,9 @@
  *                                   INDEX TYPE PROC OFFSET PAYLOAD SIZE
  *   imgtool flip IMAGE TYPE         flips one byte in the middle of the
  *                                   payload of the first TYPE section
- *   imgtool flip-region IMAGE       flips one byte in the page data of the
- *                                   region with the most data; prints that
+ *   imgtool flip-region IMAGE [PCT] flips one byte in the page data of the
+ *                                   region with the most data, PCT percent
+ *                                   into it (default 50); prints that
  *                                   region as START-END (0x..., as the
  *                                   loader names regions)
  *   imgtool set-header IMAGE FIELD VALUE
@@ -227,7 +228,7 @@ static void cmd_flip(const char *type)
 	store();
 }
 
-static void cmd_flip_region(void)
+static void cmd_flip_region(unsigned pct)
 {
 	const struct sec *pages = first(IBCR_SEC_PAGES), *vs = first(IBCR_SEC_VMAS);
 	struct ibcr_vmas_hdr h;
@@ -246,7 +247,7 @@ static void cmd_flip_region(void)
 	}
 	if (!best.data_len)
 		die("no region has page data");
-	*(uint8_t *)at(pages->payload + best.data_off + best.data_len / 2, 1) ^= 0xff;
+	*(uint8_t *)at(pages->payload + best.data_off + best.data_len / 100 * pct, 1) ^= 0xff;
 	store();
 	printf("0x%llx-0x%llx\n", (unsigned long long)best.start, (unsigned long long)best.end);
 }
@@ -341,8 +342,8 @@ int main(int argc, char **argv)
 		cmd_sections();
 	else if (!strcmp(cmd, "flip") && argc == 4)
 		cmd_flip(argv[3]);
-	else if (!strcmp(cmd, "flip-region") && argc == 3)
-		cmd_flip_region();
+	else if (!strcmp(cmd, "flip-region") && (argc == 3 || argc == 4))
+		cmd_flip_region(argc == 4 ? (unsigned)atoi(argv[3]) % 100 : 50);
 	else if (!strcmp(cmd, "set-header") && argc == 5)
 		cmd_set_header(argv[3], argv[4]);
 	else if (!strcmp(cmd, "syscall") && argc == 4)
