@@ -3,16 +3,21 @@
 the plot and the results section of docs/benchmarks.md.
 
   report.py --raw RAW.csv --meta META --out DIR [--docs docs/benchmarks.md]
-            [--criu-host F] [--criu-guest F] [--strict]
+            [--criu-host F] [--criu-guest F] [--verbs RAW-VERBS.csv]
+            [--verbs-meta F] [--strict]
 
 Writes DIR/latest.csv (one line per where/workload/config: medians and
 ratios), DIR/latest-raw.csv (every repetition), DIR/latest.md (the section
-put into docs/benchmarks.md) and DIR/latest.png. Prints the table.
-Exit status 0; with --strict, 1 when a target of issue 5 is missed.
+put into docs/benchmarks.md) and DIR/latest.png. Prints the table. With
+--verbs (the rows of bench/verbs-guest.sh): also the verbs table, and
+DIR/latest-verbs.csv (medians) and DIR/latest-verbs-raw.csv.
+Exit status 0; with --strict, 1 when a target (of issue 5, or the verbs
+shim's) is missed.
 Only the standard library and matplotlib (Debian's python3-matplotlib).
 """
 import argparse
 import csv
+import math
 import os
 import shutil
 import statistics
@@ -22,6 +27,8 @@ LIMIT = 1.25            # checkpoint and whole restore: x the baseline
 CRIU_TARGET = 0.5       # restore until running: x CRIU's
 FREEZE_TARGET_MS = 100  # for the 4 GiB process
 RSS_TARGET_KB = 64 * 1024
+VERBS_LAT_TARGET = 1.02  # ib_send_lat under the shim: at most x this plain
+VERBS_BW_TARGET = 1.00   # ib_write_bw under the shim: at least x this plain
 MiB = 1 << 20
 
 BEGIN = "<!-- bench:begin (written by bench/report.py; do not edit by hand) -->"
@@ -262,6 +269,128 @@ def baseline_table(summary):
     return "\n".join(out)
 
 
+# ---- verbs (bench/verbs-guest.sh): rows "part,config,rep,metric,value" ----
+def verbs_summary(rows):
+    """{(part, config, metric): {"n", "med", "min", "max", "vals"}}, and the
+    per-round shim/plain ratios {(part, metric): [ratio, ...]}."""
+    vals, by_rep = {}, {}
+    for r in rows:
+        if r["rep"] == "all":
+            continue
+        try:
+            v = float(r["value"])
+        except ValueError:
+            continue
+        if not math.isfinite(v):
+            continue
+        vals.setdefault((r["part"], r["config"], r["metric"]), []).append(v)
+        by_rep.setdefault((r["part"], r["metric"], r["rep"]), {})[r["config"]] = v
+    out = {k: {"n": len(v), "med": statistics.median(v), "min": min(v), "max": max(v), "vals": v}
+           for k, v in vals.items()}
+    ratios = {}
+    for (part, metric, _), d in by_rep.items():
+        if d.get("plain") and "shim" in d:
+            ratios.setdefault((part, metric), []).append(d["shim"] / d["plain"])
+    return out, ratios
+
+
+def verbs_verified(rows):
+    return [r["value"] for r in rows if r["part"] == "rc_pp" and r["metric"] == "verified"]
+
+
+PERF_ROWS = [("ib_send_lat", "send_lat", "t_typical_us", "t_typical", "µs", 2, "lat"),
+             ("ib_write_bw", "write_bw", "bw_avg_mb_s", "BW average", "MB/s", 2, "bw")]
+
+
+def verbs_perf_rows(vs, ratios):
+    """(tool, what, unit, n, plain, shim, ratio, round ratios text, ok, target text)"""
+    out = []
+    for tool, part, metric, what, unit, nd, kind in PERF_ROWS:
+        p, sh = vs.get((part, "plain", metric)), vs.get((part, "shim", metric))
+        if not p or not sh:
+            continue
+        ratio = sh["med"] / p["med"] if p["med"] else None
+        rr = ratios.get((part, metric), [])
+        rtext = f"{min(rr):.3f}-{max(rr):.3f}" if rr else "-"
+        if kind == "lat":
+            ok = ratio is not None and ratio <= VERBS_LAT_TARGET
+            target = f"<= {VERBS_LAT_TARGET:.2f}"
+        else:
+            ok = ratio is not None and ratio >= VERBS_BW_TARGET
+            target = f">= {VERBS_BW_TARGET:.2f}"
+        out.append((tool, what, unit, min(p["n"], sh["n"]), fmt(p["med"], nd),
+                    fmt(sh["med"], nd), ratio, rtext, ok, target))
+    return out
+
+
+def verbs_targets(vs, ratios):
+    res = []
+    for tool, what, unit, n, p, sh, ratio, rtext, ok, target in verbs_perf_rows(vs, ratios):
+        if tool == "ib_send_lat":
+            res.append((ok, f"{tool} under the shim: {what} {sh} {unit} vs {p} {unit} plain, x{fmt(ratio, 3)} "
+                            f"(target: at most x{VERBS_LAT_TARGET:.2f}; median of {n} rounds; "
+                            f"per round x{rtext})"))
+        else:
+            res.append((ok, f"{tool} under the shim: {what} {sh} {unit} vs {p} {unit} plain, "
+                            f"x{fmt(ratio, 3)} (target: at least x{VERBS_BW_TARGET:.2f}, no bandwidth loss; "
+                            f"median of {n} rounds; per round x{rtext})"))
+    return res
+
+
+RC_STEPS = [("live", "checkpoint, the pair runs on"), ("kill", "checkpoint --kill"),
+            ("restart", "restart-loader of the --kill image")]
+
+
+def verbs_md(vs, ratios, verified):
+    perf = verbs_perf_rows(vs, ratios)
+    out = []
+    if perf:
+        out += ["| test | measure | n | plain | shim | shim/plain | per round | target |",
+                "|---|---|---:|---:|---:|---:|---:|---|"]
+        for tool, what, unit, n, p, sh, ratio, rtext, ok, target in perf:
+            out.append(f"| {tool} | {what} {unit} | {n} | {p} | {sh} | {fmt(ratio, 3)} | {rtext} | "
+                       f"{target}: {'met' if ok else '**missed**'} |")
+        out.append("")
+    rc = [(k, t) for k, t in RC_STEPS if any(key[0] == "rc_pp" and key[1] == k for key in vs)]
+    if rc:
+        g = lambda k, m, nd=0: fmt(vs[("rc_pp", k, m)]["med"], nd) if ("rc_pp", k, m) in vs else "-"
+        n = lambda k: max(v["n"] for key, v in vs.items() if key[0] == "rc_pp" and key[1] == k)
+        out += ["| rc_pp job (2 processes, under ibcr-launch) | n | freeze ms | app stall ms | "
+                "ckpt ms | saver wall ms | image KiB | saver RSS MiB | restore ms | "
+                "both running ms | loader RSS MiB | verified |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for k, title in rc:
+            img = vs.get(("rc_pp", k, "image_bytes"))
+            srss = vs.get(("rc_pp", k, "saver_rss_kb"))
+            lrss = vs.get(("rc_pp", k, "loader_rss_kb"))
+            ver = "-"
+            if k == "restart":
+                ver = (f"yes, {verified[0]} iterations" if verified else "NO")
+            out.append(f"| {title} | {n(k)} | {g(k, 'freeze_ms', 1)} | {g(k, 'stall_ms', 1)} | "
+                       f"{g(k, 'ckpt_ms')} | {g(k, 'ckpt_wall_ms')} | "
+                       f"{fmt(img['med'] / 1024 if img else None)} | "
+                       f"{fmt(srss['med'] / 1024 if srss else None, 1)} | {g(k, 'restore_ms')} | "
+                       f"{g(k, 'running_ms')} | {fmt(lrss['med'] / 1024 if lrss else None, 1)} | "
+                       f"{ver} |")
+        if ("rc_pp", "live", "iter_ms") in vs:
+            out += ["", f"The pair's pace without a checkpoint: an iteration every "
+                        f"{g('live', 'iter_ms', 1)} ms (the app stall includes one)."]
+    return "\n".join(out)
+
+
+def write_verbs_csv(vs, ratios, path):
+    with open(path, "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["part", "config", "metric", "n", "median", "min", "max"])
+        for (part, config, metric), v in vs.items():
+            wr.writerow([part, config, metric, v["n"], csv_value(v["med"]),
+                         csv_value(v["min"]), csv_value(v["max"])])
+        for (part, metric), rr in ratios.items():
+            wr.writerow([part, "shim/plain per round", metric, len(rr),
+                         csv_value(statistics.median(rr)), csv_value(min(rr)), csv_value(max(rr))])
+
+
+
 def plot(summary, path):
     try:
         import matplotlib
@@ -350,6 +479,8 @@ def main():
     ap.add_argument("--criu-guest")
     ap.add_argument("--out", required=True)
     ap.add_argument("--docs")
+    ap.add_argument("--verbs")
+    ap.add_argument("--verbs-meta")
     ap.add_argument("--strict", action="store_true")
     a = ap.parse_args()
 
@@ -375,29 +506,62 @@ def main():
     criu_guest = open(a.criu_guest).read().strip() if a.criu_guest and os.path.exists(a.criu_guest) else "not run"
     tg = targets(summary)
     png = os.path.join(a.out, "latest.png")
-    have_png = plot(summary, png)
+    have_png = plot(summary, png) if summary else False
+
+    vs, ratios, verified, vtg, vmd = {}, {}, [], [], ""
+    if a.verbs and os.path.exists(a.verbs):
+        vrows = load(a.verbs)
+        shutil.copyfile(a.verbs, os.path.join(a.out, "latest-verbs-raw.csv"))
+        vs, ratios = verbs_summary(vrows)
+        verified = verbs_verified(vrows)
+        write_verbs_csv(vs, ratios, os.path.join(a.out, "latest-verbs.csv"))
+        vtg = verbs_targets(vs, ratios)
+        vmd = verbs_md(vs, ratios, verified)
+    verbs_meta = (open(a.verbs_meta).read().strip()
+                  if a.verbs_meta and os.path.exists(a.verbs_meta) else "")
 
     print()
-    print(text_table(summary))
-    print()
-    for ok, text in tg:
-        print(("  met   " if ok else "  MISSED ") + text)
-    print()
+    if summary:
+        print(text_table(summary))
+        print()
+        for ok, text in tg:
+            print(("  met   " if ok else "  MISSED ") + text)
+        print()
+    if vmd:
+        print("Verbs (Soft-RoCE guest, qemu TCG: emulated):")
+        print()
+        print(vmd)
+        print()
+        for ok, text in vtg:
+            print(("  met   " if ok else "  MISSED ") + text)
+        print()
 
-    md = [BEGIN, "", "```", meta, "```", "",
-          "Medians over n repetitions. `ckpt/limit`, `restore/limit`: the measured time "
-          "divided by 1.25 x the same-run baseline (at most 1.00 meets the limit; "
-          "the checkpoint limit applies to uncompressed checkpoints only). `vs CRIU`: "
-          "restore until running divided by CRIU's, same guest boot (target at most 0.50). "
-          "`compr.`: uncompressed image size / this image size.", "",
-          md_table(summary), "",
-          "Targets of issue 5 judged by this run:", ""]
-    md += [f"- {'met' if ok else '**missed**'}: {t}" for ok, t in tg]
-    md += ["", "Baselines (same run, same directory as the images; medians):", "",
-           baseline_table(summary), "",
-           "Compression (host):", "", compression_table(summary), "",
-           "CRIU on the host:", "", "```", criu_host, "```", "",
-           "CRIU in the guest:", "", "```", criu_guest, "```", ""]
+    md = [BEGIN, "", "```", meta, "```", ""]
+    if summary:
+        md += ["Medians over n repetitions. `ckpt/limit`, `restore/limit`: the measured time "
+               "divided by 1.25 x the same-run baseline (at most 1.00 meets the limit; "
+               "the checkpoint limit applies to uncompressed checkpoints only). `vs CRIU`: "
+               "restore until running divided by CRIU's, same guest boot (target at most 0.50). "
+               "`compr.`: uncompressed image size / this image size.", "",
+               md_table(summary), "",
+               "Targets of issue 5 judged by this run:", ""]
+        md += [f"- {'met' if ok else '**missed**'}: {t}" for ok, t in tg]
+        md += ["", "Baselines (same run, same directory as the images; medians):", "",
+               baseline_table(summary), "",
+               "Compression (host):", "", compression_table(summary), "",
+               "CRIU on the host:", "", "```", criu_host, "```", "",
+               "CRIU in the guest:", "", "```", criu_guest, "```", ""]
+    if vmd:
+        md += ["Verbs (Soft-RoCE guest): the shim's overhead and the verbs job's checkpoint "
+               "and restart. The guest is emulated (qemu TCG on the shared build machine): "
+               "absolute times are many times a real machine's and noisy; what counts are "
+               "the ratios of plain and shim runs interleaved in the same boot. Medians; "
+               "`shim/plain`: median under the shim / median plain (the target's measure), "
+               "`per round`: the range of the ratios of the runs of one round.", "",
+               "```", verbs_meta, "```", "", vmd, "",
+               "Targets of the verbs shim judged by this run:", ""]
+        md += [f"- {'met' if ok else '**missed**'}: {t}" for ok, t in vtg]
+        md += [""]
     if have_png:
         md += ["![latest benchmark plot](../bench/results/latest.png)", ""]
     md += [END]
@@ -414,7 +578,7 @@ def main():
             text = text.rstrip("\n") + "\n\n## Latest results\n\n" + section + "\n"
         with open(a.docs, "w") as f:
             f.write(text)
-    if a.strict and not all(ok for ok, _ in tg):
+    if a.strict and not all(ok for ok, _ in tg + vtg):
         print("report: targets missed (--strict)", file=sys.stderr)
         return 1
     return 0

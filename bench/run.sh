@@ -1,15 +1,23 @@
 #!/bin/bash
 # bench/run.sh: `make bench`. Measures ibcr against the limits of issue 5
-# and against CRIU, prints the table, writes bench/results/latest.{csv,png},
-# bench/results/latest-raw.csv and the table section of docs/benchmarks.md.
-# docs/benchmarks.md explains the method.
+# and against CRIU, and the verbs shim's overhead and the verbs job's
+# checkpoint and restart in the Soft-RoCE guest; prints the tables, writes
+# bench/results/latest.{csv,png}, bench/results/latest-raw.csv,
+# bench/results/latest-verbs{,-raw}.csv and the results section of
+# docs/benchmarks.md. docs/benchmarks.md explains the method.
 #
 # Environment:
 #   IBCR_BENCH_QUICK=1     small sizes, one or two repetitions (a smoke run,
 #                          ~1 min); results in build/bench/results-quick, the
 #                          committed ones and docs/benchmarks.md untouched
 #   IBCR_BENCH_SKIP_GUEST=1  no CRIU-in-guest part
-#   IBCR_BENCH_STRICT=1    also fail when a target of issue 5 is missed
+#   IBCR_BENCH_SKIP_VERBS=1  no verbs part (the Soft-RoCE guest)
+#   IBCR_BENCH_ONLY_VERBS=1  the verbs part alone; results in
+#                          build/bench/results-verbs (results-quick with
+#                          IBCR_BENCH_QUICK=1), docs/benchmarks.md untouched
+#   IBCR_BENCH_VERBS_ROUNDS=N  perftest rounds of the verbs part (default 5)
+#   IBCR_BENCH_STRICT=1    also fail when a target (of issue 5, or the verbs
+#                          shim's) is missed
 #   IBCR_BENCH_DIR=DIR     where images go, in a temporary directory made
 #                          there (default build/bench; the baselines write to
 #                          the same directory)
@@ -42,14 +50,21 @@ now_ms; T_START=$NOW_MS
 # ---- what to run -------------------------------------------------------
 # NAME|WEIGHT|CONFIG:MIN[-MAX] ...|workload arguments (see run_plan in
 # lib.sh). Every configuration runs MIN times; more repetitions, up to MAX,
-# while the time budget allows: the whole measurement (host and guest) is
-# meant to stay within IBCR_BENCH_BUDGET_S (default 780 s), so that
-# `make bench` with its build ends within 15 minutes on the 2-core build
-# machine. The weights share the host's part of it out. zlib is not run on
+# while the time budget allows: the host and CRIU guest parts are meant to
+# stay within IBCR_BENCH_BUDGET_S, so that `make bench` with its build and
+# the verbs part ends within 15 minutes on the 2-core build machine. The
+# verbs part does a fixed amount of work, measured at VERBS_COST_S there
+# (boot included); the default budget is 780 s less that (780 s when it is
+# skipped). The weights share the host's part of it out. zlib is not run on
 # the 4 GiB workloads (on incompressible data it runs at ~30 MiB/s: over
 # two minutes for one checkpoint; its throughput per byte is the 1 GiB
 # one's).
-BUDGET_S=${IBCR_BENCH_BUDGET_S:-780}
+VERBS_COST_S=120
+if [[ ${IBCR_BENCH_SKIP_VERBS:-0} == 1 ]]; then
+    BUDGET_S=${IBCR_BENCH_BUDGET_S:-780}
+else
+    BUDGET_S=${IBCR_BENCH_BUDGET_S:-$((780 - VERBS_COST_S))}
+fi
 GUEST_S=${IBCR_BENCH_GUEST_S:-270}
 HOST_PLAN=(
     'inc-64M-1t|0.3|ibcr:3-7 ibcr-zstd:2-3 ibcr-zlib:2-3|-k incompressible -s 64M -t 1'
@@ -69,6 +84,19 @@ GUEST_PLAN=(
     'inc-64M-4t|1.0|ibcr:1-5 criu:1-5|-k incompressible -s 64M -t 4'
     'inc-1G-1t|3.0|ibcr:1-3 criu:1-3|-k incompressible -s 1G -t 1'
 )
+# The verbs part (bench/verbs-guest.sh): perftest rounds, iterations of
+# ib_send_lat and of ib_write_bw (64 KiB messages) per run, checkpoints of
+# the rc_pp pair while it runs on, --kill checkpoints with restarts. A
+# perftest run costs 2-5 s of start-up in TCG whatever its length: a round
+# (4 runs) takes 10-19 s, the rc_pp jobs 11-22 s, the boot ~10 s; the
+# whole part 74 s at load 2, up to ~125 s on a busier machine
+# (VERBS_COST_S above).
+VERBS_ROUNDS=${IBCR_BENCH_VERBS_ROUNDS:-5}
+VERBS_LAT_N=10000
+VERBS_BW_N=1000
+VERBS_CKPTS=5
+VERBS_RESTARTS=3
+ONLY_VERBS=${IBCR_BENCH_ONLY_VERBS:-0}
 if [[ ${IBCR_BENCH_QUICK:-0} == 1 ]]; then
     BUDGET_S=${IBCR_BENCH_BUDGET_S:-60}
     GUEST_S=${IBCR_BENCH_GUEST_S:-30}
@@ -80,8 +108,19 @@ if [[ ${IBCR_BENCH_QUICK:-0} == 1 ]]; then
     )
     GUEST_MEM=2G
     GUEST_PLAN=('inc-64M-1t|1.0|ibcr:1 criu:1|-k incompressible -s 64M -t 1')
+    VERBS_ROUNDS=${IBCR_BENCH_VERBS_ROUNDS:-1}
+    VERBS_LAT_N=2000
+    VERBS_BW_N=300
+    VERBS_CKPTS=1
+    VERBS_RESTARTS=1
     RESULTS=$TOP/build/bench/results-quick
     IBCR_BENCH_NO_DOCS=1
+fi
+if [[ $ONLY_VERBS == 1 ]]; then
+    # a part of the results only: the committed ones and the docs stay
+    [[ ${IBCR_BENCH_QUICK:-0} == 1 ]] || RESULTS=$TOP/build/bench/results-verbs
+    IBCR_BENCH_NO_DOCS=1
+    IBCR_BENCH_SKIP_VERBS=0
 fi
 
 # ---- preparation -------------------------------------------------------
@@ -152,7 +191,9 @@ criu_host() {
     rm -rf "$WORK/criu-host.img"
     say "== host criu: $(grep -m1 -E 'Error|works|Looks good' "$txt")"
 }
-if command -v criu >/dev/null; then
+if [[ $ONLY_VERBS == 1 ]]; then
+    :
+elif command -v criu >/dev/null; then
     criu_host
 else
     echo "criu: not installed" >"$WORK/criu-host.txt"
@@ -164,13 +205,15 @@ now_ms
 host_s=$((BUDGET_S - GUEST_S - (NOW_MS - T_START) / 1000))
 [[ ${IBCR_BENCH_SKIP_GUEST:-0} == 1 ]] && host_s=$((host_s + GUEST_S))
 ((host_s > 0)) || host_s=1
-say "== host: ${#HOST_PLAN[@]} workloads, ${host_s} s for repetitions beyond the minimum"
-run_plan "$host_s" "${HOST_PLAN[@]}"
+if [[ $ONLY_VERBS != 1 ]]; then
+    say "== host: ${#HOST_PLAN[@]} workloads, ${host_s} s for repetitions beyond the minimum"
+    run_plan "$host_s" "${HOST_PLAN[@]}"
+fi
 now_ms; T_HOST=$NOW_MS
 
 # ---- the 6.1 guest with CRIU ---------------------------------------------
 T_GUEST=$T_HOST
-if [[ ${IBCR_BENCH_SKIP_GUEST:-0} != 1 ]]; then
+if [[ ${IBCR_BENCH_SKIP_GUEST:-0} != 1 && $ONLY_VERBS != 1 ]]; then
     gout=$WORK/guest
     mkdir -p "$gout"
     say "== guest (qemu TCG, Debian 6.1 kernel, --mem $GUEST_MEM): ${#GUEST_PLAN[@]} workloads"
@@ -193,20 +236,55 @@ if [[ ${IBCR_BENCH_SKIP_GUEST:-0} != 1 ]]; then
     now_ms; T_GUEST=$NOW_MS
 fi
 
+# ---- the verbs shim in the Soft-RoCE guest --------------------------------
+# Its own boot of the x86 guest (tools/vm/x86-vm.sh, rxe0 on a dummy
+# netdev), as `make verbs-bench` does: perftest plain and under
+# ibcr-launch, checkpoint and restart of the rc_pp pair
+# (bench/verbs-guest.sh).
+verbs_part() {
+    local vout=$WORK/verbs rc
+    mkdir -p "$vout"
+    # The guest's packages, libibverbs-dev included: without its headers
+    # `make all` built no shim.
+    "$TOP/tools/vm/deps-x86.sh" || { fail "verbs part: tools/vm/deps-x86.sh failed"; return 1; }
+    if [[ ! -x $IBCR/ibcr-launch || ! -f $IBCR/libibcr-verbs.so || ! -x $IBCR/tests/verbs/rc_pp ]]; then
+        say "bench: building the verbs shim and its test programs (make all)"
+        make -s all >/dev/null || { fail "verbs part: make all failed"; return 1; }
+    fi
+    say "== verbs (qemu TCG, Debian kernel, Soft-RoCE): $VERBS_ROUNDS perftest rounds, rc_pp: $VERBS_CKPTS checkpoints, $VERBS_RESTARTS restarts"
+    "$TOP/tools/vm/x86-vm.sh" --timeout 600 --rw "$vout" -- \
+        "$HERE/verbs-guest.sh" "$vout" "$VERBS_ROUNDS" "$VERBS_LAT_N" "$VERBS_BW_N" \
+        "$VERBS_CKPTS" "$VERBS_RESTARTS"
+    rc=$?
+    [[ -s $vout/raw-verbs.csv ]] && cp "$vout/raw-verbs.csv" "$WORK/"
+    cp "$vout/verbs-guest.txt" "$WORK/" 2>/dev/null
+    if ((rc != 0)); then
+        fail "verbs part: exit status $rc ($(cat "$vout/failures" 2>/dev/null || echo '?') failures inside)"
+    fi
+}
+T_VERBS=$T_GUEST
+if [[ ${IBCR_BENCH_SKIP_VERBS:-0} != 1 ]]; then
+    verbs_part
+    now_ms; T_VERBS=$NOW_MS
+fi
+
 # ---- report --------------------------------------------------------------
 {
     echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "host part: $(((T_HOST - T_START) / 1000)) s"
     echo "guest part: $(((T_GUEST - T_HOST) / 1000)) s"
+    echo "verbs part: $(((T_VERBS - T_GUEST) / 1000)) s"
     echo "failures: $FAILURES"
 } >>"$WORK/meta.txt"
 report_args=(--raw "$RAW" --meta "$WORK/meta.txt" --criu-host "$WORK/criu-host.txt"
              --criu-guest "$WORK/criu-guest.txt" --out "$RESULTS")
+[[ -s $WORK/raw-verbs.csv ]] &&
+    report_args+=(--verbs "$WORK/raw-verbs.csv" --verbs-meta "$WORK/verbs-guest.txt")
 [[ ${IBCR_BENCH_NO_DOCS:-0} == 1 ]] || report_args+=(--docs "$TOP/docs/benchmarks.md")
 [[ ${IBCR_BENCH_STRICT:-0} == 1 ]] && report_args+=(--strict)
 /usr/bin/python3 "$HERE/report.py" "${report_args[@]}"
 rrc=$?
-say "bench: $(((T_GUEST - T_START) / 1000)) s of measuring, $FAILURES failures"
+say "bench: $(((T_VERBS - T_START) / 1000)) s of measuring, $FAILURES failures"
 if ((FAILURES)); then
     say "bench: FAILED ($FAILURES failures, see 'bench: FAIL:' above)"
     exit 1

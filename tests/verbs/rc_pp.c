@@ -3,7 +3,7 @@
  * rc_pp: two processes over one RC connection, every iteration verified.
  *
  *   rc_pp -r server|client -d DIR [-n ITERS] [-s SIZE] [-g GIDX] [-D DEV]
- *         [-w DELAY_US] [-p EVERY] [-e]
+ *         [-w DELAY_US] [-p EVERY] [-e] [-T]
  *
  * The two exchange their QPN, PSN, GID and buffer address/rkey through
  * files in DIR (no sockets, so both can be checkpointed). Iteration i:
@@ -14,7 +14,9 @@
  *   client RDMA READs the server's window          client verifies it
  * -e waits for completions through a completion channel. Progress lines
  * ("iter N ok ...") carry the QPN/rkey the application sees and, with the
- * shim, the real ones.
+ * shim, the real ones; with -T also " t_ns=" and the CLOCK_REALTIME of the
+ * iteration's end (make bench: the stall a checkpoint caused, when the
+ * pair ran again after a restart).
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -23,6 +25,7 @@
 #include "common.h"
 
 static int use_events;
+static int stamps;
 static struct ibv_comp_channel *chan;
 
 static void write_file(const char *dir, const char *name, const char *text)
@@ -157,7 +160,7 @@ int main(int argc, char **argv)
 	double t0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "r:d:n:s:g:D:w:p:e")) != -1) {
+	while ((opt = getopt(argc, argv, "r:d:n:s:g:D:w:p:eT")) != -1) {
 		switch (opt) {
 		case 'r': role = optarg; break;
 		case 'd': dir = optarg; break;
@@ -168,9 +171,10 @@ int main(int argc, char **argv)
 		case 'w': delay = atoi(optarg); break;
 		case 'p': every = atoi(optarg); break;
 		case 'e': use_events = 1; break;
+		case 'T': stamps = 1; break;
 		default:
 			fprintf(stderr, "usage: rc_pp -r server|client -d DIR [-n ITERS] [-s SIZE] "
-					"[-g GIDX] [-D DEV] [-w DELAY_US] [-p EVERY] [-e]\n");
+					"[-g GIDX] [-D DEV] [-w DELAY_US] [-p EVERY] [-e] [-T]\n");
 			return 2;
 		}
 	}
@@ -300,9 +304,16 @@ int main(int argc, char **argv)
 
 			real_mr(mwin, &lk, &rk, &a, &l);
 			snprintf(name, sizeof name, "%s", server ? "server" : "client");
-			printf("%s iter %u ok qpn 0x%x real 0x%x rkey 0x%x real 0x%x mr %p+%zu real %p+%zu\n",
+			printf("%s iter %u ok qpn 0x%x real 0x%x rkey 0x%x real 0x%x mr %p+%zu real %p+%zu",
 			       name, i + 1, qp->qp_num, real_qpn(qp), mwin->rkey, rk, mwin->addr,
 			       mwin->length, a, l);
+			if (stamps) {
+				struct timespec ts;
+
+				clock_gettime(CLOCK_REALTIME, &ts);
+				printf(" t_ns=%lld", (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+			}
+			putchar('\n');
 		}
 		if (delay)
 			usleep((useconds_t)delay);
