@@ -89,6 +89,7 @@ struct slot;
 struct pages {
 	const struct ibcr_process_state *ps;
 	int img_fd, memfd;
+	pid_t child;
 	int width;		/* blocks decoded at once (one thread each) */
 	int n;			/* blocks decoded now, from `first` */
 	int64_t delta;		/* added to the saved addresses written to */
@@ -103,8 +104,9 @@ int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd
 int pages_fill(struct pages *pg, uint32_t idx, struct ibcr_err *e);
 void pages_close(struct pages *pg);
 /* pagehelp.c: page data of region idx from byte `from` on, into child */
-int pages_help(struct pages *pg, pid_t child, uint32_t idx, uint64_t from,
-	       struct ibcr_err *e);
+int pages_help(struct pages *pg, uint32_t idx, uint64_t from, struct ibcr_err *e);
+/* k bytes to addr in the child, whatever the region's protection */
+int pages_write(struct pages *pg, uint64_t addr, const uint8_t *p, size_t k);
 
 /* One process of the image being restored (main.c, tree.c). */
 struct job {

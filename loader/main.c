@@ -105,7 +105,7 @@ static void serve_help(struct job *j)
 	if (!j->pages_open && !pages_open(&j->pages, &j->ps, j->rs.r->fd, j->rs.r->path,
 					  j->child, &e))
 		j->pages_open = 1;
-	if (!j->pages_open || pages_help(&j->pages, j->child, idx, from, &e)) {
+	if (!j->pages_open || pages_help(&j->pages, idx, from, &e)) {
 		fprintf(stderr, "restart-loader: pid %d: %s\n", j->ps.rec.pid, e.msg);
 		reply = 'X';
 	}

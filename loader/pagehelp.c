@@ -39,19 +39,20 @@ static int read_full(int fd, uint8_t *p, size_t k, uint64_t off)
 	return 0;
 }
 
-/* k bytes to addr in the child: one copy; /proc/PID/mem if that fails. */
-static int write_child(struct pages *pg, pid_t child, uint64_t addr, const uint8_t *p,
-		       size_t k)
+/*
+ * process_vm_writev copies once; /proc/PID/mem copies through a kernel
+ * page but also writes read-only regions without making them writable.
+ */
+int pages_write(struct pages *pg, uint64_t addr, const uint8_t *p, size_t k)
 {
 	struct iovec local = { (void *)p, k }, remote = { (void *)(uintptr_t)addr, k };
 
-	if (process_vm_writev(child, &local, 1, &remote, 1, 0) == (ssize_t)k)
+	if (process_vm_writev(pg->child, &local, 1, &remote, 1, 0) == (ssize_t)k)
 		return 0;
 	return pwrite(pg->memfd, p, k, (off_t)addr) == (ssize_t)k ? 0 : -1;
 }
 
-int pages_help(struct pages *pg, pid_t child, uint32_t idx, uint64_t from,
-	       struct ibcr_err *e)
+int pages_help(struct pages *pg, uint32_t idx, uint64_t from, struct ibcr_err *e)
 {
 	const struct ibcr_process_state *ps = pg->ps;
 	const struct ibcr_vma *v;
@@ -75,7 +76,7 @@ int pages_help(struct pages *pg, pid_t child, uint32_t idx, uint64_t from,
 						       "%#llx-%#llx", pg->path,
 						       (unsigned long long)v->start,
 						       (unsigned long long)v->end);
-			if (write_child(pg, child, ps->runs[r].addr + at, pg->help_buf, k))
+			if (pages_write(pg, ps->runs[r].addr + at, pg->help_buf, k))
 				return ibcr_fail_errno(e, errno, "writing region %#llx-%#llx "
 						       "(%s) into the restored process",
 						       (unsigned long long)v->start,

@@ -6,8 +6,7 @@
  * region's index on the status pipe); the loader decompresses the blocks
  * that cover the region, a batch at a time on all cores, checks each
  * block's and then the region's CRC, writes the bytes into the child
- * through /proc/PID/mem (which also writes read-only regions, without
- * making them writable), and answers 'K' (or 'X' after printing why).
+ * (pages_write), and answers 'K' (or 'X' after printing why).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -102,8 +101,7 @@ static int put(struct pages *pg, const struct ibcr_vma *v, uint64_t at,
 		}
 		skip = at - run_start;
 		k = run_len - skip < len ? run_len - skip : len;
-		if (pwrite(pg->memfd, p, k, (off_t)(ps->runs[r].addr + skip + pg->delta)) !=
-		    (ssize_t)k)
+		if (pages_write(pg, ps->runs[r].addr + skip + pg->delta, p, k))
 			return -1;
 		p += k;
 		at += k;
@@ -176,6 +174,7 @@ int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd
 	pg->img_fd = img_fd;
 	pg->path = path;
 	pg->first = (uint64_t)-1;
+	pg->child = child;
 	pg->width = cpus < 1 ? 1 : cpus > MAX_BATCH ? MAX_BATCH : (int)cpus;
 	snprintf(mem, sizeof(mem), "/proc/%d/mem", (int)child);
 	pg->memfd = open(mem, O_RDWR | O_CLOEXEC);
