@@ -322,6 +322,9 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < n && !rc && !tree; i++)
 		rc = target_seize(&t[i], &e);
 	s.seized = now_ms();
+	/* in the image's copy of the wake pipe: the restored helper wakes */
+	for (uint32_t i = 0; i < n && !rc; i++)
+		verbs_wake(&t[i]);
 	for (uint32_t i = 0; i < n && !rc; i++)
 		rc = t[i].zombie ? 0 : capture(&t[i], &objs, &e);
 	if (!rc)

@@ -82,6 +82,8 @@ int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
 int verbs_find(struct target *t, struct ibcr_err *e);
 int verbs_quiesce(struct target *t, uint32_t n, struct ibcr_err *e);
 void verbs_release(struct target *t, uint32_t n);
+/* A byte for the shim's helper; written in the freeze, it wakes a restore */
+void verbs_wake(struct target *t);
 int verbs_owns_fd(const struct target *t, int fd);
 int verbs_write_section(struct target *t, uint32_t proc, struct img_writer *w,
 			struct ibcr_err *e);

@@ -10,6 +10,7 @@
  * shim's descriptors and device mappings are left to the restore stage.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,9 +80,33 @@ int verbs_find(struct target *t, struct ibcr_err *e)
 	return 0;
 }
 
+/*
+ * A byte in the shim's wake pipe: its helper thread looks at `cmd` now,
+ * not within a second. A full pipe has a byte already.
+ */
+void verbs_wake(struct target *t)
+{
+	char path[64];
+	int fd;
+
+	if (!t->verbs || t->verbs->wake_fd < 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)t->pid, t->verbs->wake_fd);
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;		/* the helper polls once a second anyway */
+	if (write(fd, "w", 1) < 0 && errno != EAGAIN)
+		fprintf(stderr, "saver: note: pid %d: waking the verbs shim: %s\n",
+			(int)t->pid, strerror(errno));
+	close(fd);
+}
+
 static int send_cmd(struct target *t, int32_t cmd, struct ibcr_err *e)
 {
-	return rw(t, offsetof(struct ibcr_verbs_control, cmd), &cmd, sizeof(cmd), 1, e);
+	if (rw(t, offsetof(struct ibcr_verbs_control, cmd), &cmd, sizeof(cmd), 1, e))
+		return -1;
+	verbs_wake(t);
+	return 0;
 }
 
 static long now_ms(void)

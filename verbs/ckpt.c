@@ -1375,6 +1375,24 @@ static void rebuild(void)
 
 /* ---------------------------------------------------------------- helper */
 
+/*
+ * Sleeps until a byte arrives in the wake pipe (the saver or the restore
+ * wrote `cmd`), or a second has passed; takes whatever bytes are there.
+ */
+static void wait_wake(void)
+{
+	struct pollfd pf = { S.wake[0], POLLIN, 0 };
+	char buf[64];
+
+	if (S.wake[0] < 0) {
+		sleep_ms(20);
+		return;
+	}
+	if (poll(&pf, 1, 1000) > 0)
+		while (read(S.wake[0], buf, sizeof(buf)) == (ssize_t)sizeof(buf))
+			;
+}
+
 void *helper_main(void *arg)
 {
 	(void)arg;
@@ -1406,7 +1424,7 @@ void *helper_main(void *arg)
 			}
 			continue;
 		}
-		sleep_ms(20);	/* the ABI's bound on the reaction time */
+		wait_wake();
 	}
 	return NULL;
 }
@@ -1422,6 +1440,12 @@ void helper_start(void)
 		return;
 	}
 	S.last_cmd = CTL.cmd;
+	/* both ends stay open: the read end never sees EOF */
+	if (pipe2(S.wake, O_CLOEXEC | O_NONBLOCK)) {
+		S.wake[0] = S.wake[1] = -1;
+		warnx_("cannot make the helper's wake pipe: it polls instead");
+	}
+	CTL.wake_fd = S.wake[0];
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (pthread_create(&t, NULL, helper_main, NULL) == 0) {

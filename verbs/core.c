@@ -22,6 +22,7 @@ EXPORT struct ibcr_verbs_control ibcr_verbs_control = {
 	.abi = IBCR_VERBS_ABI,
 	.size = sizeof(struct ibcr_verbs_control),
 	.state = IBCR_VSTATE_RUNNING,
+	.wake_fd = -1,
 };
 
 HIDDEN struct real_fns R;

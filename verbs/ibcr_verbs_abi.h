@@ -7,8 +7,11 @@
  * and write it with process_vm_readv/writev or in the restore plan.
  *
  * One helper thread of the shim (created with the first opened device)
- * watches `cmd` (polling at most every 20 ms: the saver cannot futex-wake
- * across processes) and answers through `state`. Every field is naturally
+ * watches `cmd` and answers through `state`. It sleeps in poll() on the
+ * read end of a pipe of its own, `wake_fd` (the saver cannot futex-wake
+ * across processes): whoever writes `cmd` then writes a byte into that
+ * pipe, reached as /proc/PID/fd/<wake_fd> opened for writing. Without a
+ * byte it looks at `cmd` once a second anyway. Every field is naturally
  * aligned; the layout only grows at the end (bump `abi` otherwise).
  */
 #ifndef IBCR_VERBS_ABI_H
@@ -18,7 +21,7 @@
 
 #define IBCR_VERBS_SYMBOL "ibcr_verbs_control"
 #define IBCR_VERBS_MAGIC 0x5342524556524349ull /* "ICRVERBS" */
-#define IBCR_VERBS_ABI 1
+#define IBCR_VERBS_ABI 2
 #define IBCR_VERBS_SECTION "verbs"	/* name of the image's OPAQUE section */
 
 /* cmd: written by saver / restart-loader, read by the shim. */
@@ -95,7 +98,7 @@ struct ibcr_verbs_control {
 	char message[256];		/* why FAILED, for the saver/loader to print */
 	char devices[IBCR_VERBS_MAX_DEVICES][64];	/* ibv device names in use */
 	uint32_t nfds;
-	uint32_t pad;
+	int32_t wake_fd;		/* the helper's wake pipe (read end), or -1 */
 	struct ibcr_verbs_fd fds[IBCR_VERBS_MAX_FDS];
 	char rendezvous[512];		/* directory, written by restart-loader */
 	uint64_t restart_timeout_ms;	/* peer wait, written by restart-loader */

@@ -344,6 +344,7 @@ struct shim {
 	struct htab rev_qpn;	/* current peer qpn -> app qpn (UD src_qp) */
 	pthread_t helper;
 	int helper_started;
+	int wake[2];		/* the helper's wake pipe (ibcr_verbs_abi.h) */
 	int translating;	/* a rebuild happened: translate every WR */
 	uint64_t epoch_rebuilt;
 	uint64_t restart_start_ns;
