@@ -19,6 +19,7 @@
 #include "loader.h"
 
 #define HELP_BUF (4u << 20)
+#define HELP_IOV 1024	/* IOV_MAX */
 
 /* k bytes of the image at off, whole. */
 static int read_full(int fd, uint8_t *p, size_t k, uint64_t off)
@@ -52,11 +53,49 @@ int pages_write(struct pages *pg, uint64_t addr, const uint8_t *p, size_t k)
 	return pwrite(pg->memfd, p, k, (off_t)addr) == (ssize_t)k ? 0 : -1;
 }
 
+/*
+ * Pieces of runs, consecutive in the image, up to a buffer's worth: one
+ * pread and one process_vm_writev for many single-page runs of sparse
+ * memory. (pieces each on their own through /proc/PID/mem otherwise)
+ */
+struct piece_list {
+	struct iovec remote[HELP_IOV];
+	int n;
+	size_t len;
+	uint64_t file_off;
+};
+
+static int flush_pieces(struct pages *pg, struct piece_list *l)
+{
+	struct iovec local = { pg->help_buf, l->len };
+	const uint8_t *p = pg->help_buf;
+
+	if (!l->n)
+		return 0;
+	if (read_full(pg->img_fd, pg->help_buf, l->len, l->file_off))
+		return -1;
+	if (process_vm_writev(pg->child, &local, 1, l->remote, (unsigned long)l->n, 0) !=
+	    (ssize_t)l->len) {
+		for (int i = 0; i < l->n; i++) {
+			if (pages_write(pg, (uintptr_t)l->remote[i].iov_base, p,
+					l->remote[i].iov_len))
+				return -1;
+			p += l->remote[i].iov_len;
+		}
+	}
+	l->file_off += l->len;
+	l->n = 0;
+	l->len = 0;
+	return 0;
+}
+
 int pages_help(struct pages *pg, uint32_t idx, uint64_t from, struct ibcr_err *e)
 {
 	const struct ibcr_process_state *ps = pg->ps;
 	const struct ibcr_vma *v;
 	uint64_t size = (uint64_t)getpagesize(), pos = 0;
+	struct piece_list *l;
+	int rc = 0;
 
 	if (idx >= ps->nvmas || from > ps->vmas[idx].data_len)
 		return ibcr_fail(e, "the core asked for help with region %u at %llu", idx,
@@ -64,27 +103,31 @@ int pages_help(struct pages *pg, uint32_t idx, uint64_t from, struct ibcr_err *e
 	v = &ps->vmas[idx];
 	if (!pg->help_buf)
 		pg->help_buf = xmalloc(HELP_BUF);
-	for (uint64_t r = v->run0; r < v->run0 + v->nruns; r++) {
+	l = xcalloc(1, sizeof(*l));
+	l->file_off = ps->pages_off + v->data_off + from;
+	for (uint64_t r = v->run0; r < v->run0 + v->nruns && !rc; r++) {
 		uint64_t len = ps->runs[r].npages * size;
 
-		for (uint64_t at = from > pos ? from - pos : 0; at < len; ) {
-			size_t k = len - at < HELP_BUF ? (size_t)(len - at) : HELP_BUF;
+		for (uint64_t at = from > pos ? from - pos : 0; at < len && !rc; ) {
+			size_t k = len - at < HELP_BUF - l->len ? (size_t)(len - at) :
+								   HELP_BUF - l->len;
 
-			if (read_full(pg->img_fd, pg->help_buf, k,
-				      ps->pages_off + v->data_off + pos + at))
-				return ibcr_fail_errno(e, errno, "image %s: reading region "
-						       "%#llx-%#llx", pg->path,
-						       (unsigned long long)v->start,
-						       (unsigned long long)v->end);
-			if (pages_write(pg, ps->runs[r].addr + at, pg->help_buf, k))
-				return ibcr_fail_errno(e, errno, "writing region %#llx-%#llx "
-						       "(%s) into the restored process",
-						       (unsigned long long)v->start,
-						       (unsigned long long)v->end,
-						       ps->vma_names[idx]);
+			l->remote[l->n].iov_base = (void *)(uintptr_t)(ps->runs[r].addr + at);
+			l->remote[l->n++].iov_len = k;
+			l->len += k;
 			at += k;
+			if (l->len == HELP_BUF || l->n == HELP_IOV)
+				rc = flush_pieces(pg, l);
 		}
 		pos += len;
 	}
+	if (!rc)
+		rc = flush_pieces(pg, l);
+	free(l);
+	if (rc)
+		return ibcr_fail_errno(e, errno, "image %s: region %#llx-%#llx (%s): "
+				       "reading it or writing it into the restored process",
+				       pg->path, (unsigned long long)v->start,
+				       (unsigned long long)v->end, ps->vma_names[idx]);
 	return 0;
 }

@@ -107,6 +107,60 @@ static uint32_t read_run(struct plan *p, const struct plan_vma *v,
 }
 
 /*
+ * Sparse memory is mostly runs of a page or a few: consecutive small runs
+ * (their data is consecutive in the image) come in with one preadv, and
+ * fault in as they are written, instead of a madvise and a pread each.
+ */
+#define SMALL_RUN (64ul << 10)
+#define BATCH 256
+
+struct core_iovec {
+	uint64_t base, len;
+};
+
+/* Reads runs[0..) while small, at most BATCH; returns how many. */
+static uint64_t read_batch(struct plan *p, const struct plan_vma *v,
+			   const struct ibcr_run *runs, uint64_t n, uint64_t *off,
+			   uint32_t *sum)
+{
+	struct core_iovec iov[BATCH];
+	uint64_t k = 0, total = 0;
+	long got;
+
+	while (k < n && k < BATCH && runs[k].npages * p->page_size <= SMALL_RUN &&
+	       total < CHUNK) {
+		iov[k].base = runs[k].addr;
+		iov[k].len = runs[k].npages * p->page_size;
+		total += iov[k++].len;
+	}
+	got = SYS(__NR_preadv, p->img_fd, iov, k, *off, 0, 0);
+	if (got != (long)total)
+		core_die(p, "image %s: reading region %#lx-%#lx (%s): %s %ld",
+			 p->image_path, (unsigned long)v->start, (unsigned long)v->end,
+			 v->name, got < 0 ? "error" : "unexpected end of file at",
+			 got < 0 ? -got : (long)*off);
+	for (uint64_t i = 0; i < k; i++)
+		*sum = page_sum(*sum, (const void *)iov[i].base, iov[i].len, p->page_size);
+	*off += total;
+	return k;
+}
+
+static uint32_t fill_runs(struct plan *p, const struct plan_vma *v,
+			  const struct ibcr_run *runs, uint64_t n, uint64_t *off,
+			  uint32_t sum, int memfd)
+{
+	for (uint64_t i = 0; i < n; ) {
+		if (memfd < 0 && runs[i].npages * p->page_size <= SMALL_RUN) {
+			i += read_batch(p, v, runs + i, n - i, off, &sum);
+			continue;
+		}
+		sum = read_run(p, v, &runs[i], off, sum, memfd);
+		i++;
+	}
+	return sum;
+}
+
+/*
  * A large private region is filled by two: the loader takes its data
  * from HELP_SHARE percent on (loader/pagehelp.c), the core the part
  * before. The loader's share is the smaller one: it copies each byte
@@ -147,19 +201,17 @@ static void wait_help(struct plan *p)
  */
 static uint32_t fill_shared_work(struct plan *p, const struct plan_vma *v, uint64_t lim)
 {
-	uint64_t off = v->data_off, pos = 0;
-	uint32_t sum = 0;
+	uint64_t off = v->data_off, pos = 0, whole = 0;
+	uint32_t sum;
 
-	for (uint64_t i = 0; i < v->nruns; i++) {
-		uint64_t len = v->runs[i].npages * p->page_size;
+	/* the runs wholly before lim, then the part of the one lim cuts */
+	while (whole < v->nruns && pos + v->runs[whole].npages * p->page_size <= lim)
+		pos += v->runs[whole++].npages * p->page_size;
+	sum = fill_runs(p, v, v->runs, whole, &off, 0, -1);
+	if (pos < lim) {
+		struct ibcr_run part = { v->runs[whole].addr, (lim - pos) / p->page_size };
 
-		if (pos < lim) {
-			struct ibcr_run part = { v->runs[i].addr,
-						 (lim - pos < len ? lim - pos : len) / p->page_size };
-
-			sum = read_run(p, v, &part, &off, sum, -1);
-		}
-		pos += len;
+		sum = read_run(p, v, &part, &off, sum, -1);
 	}
 	wait_help(p);
 	pos = 0;
@@ -306,8 +358,7 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 	} else if (v->data_len) {
 		if (!(prot & PROT_WRITE))
 			memfd = open_self_mem(p, v);
-		for (uint64_t i = 0; i < v->nruns; i++)
-			crc = read_run(p, v, &v->runs[i], &off, crc, memfd);
+		crc = fill_runs(p, v, v->runs, v->nruns, &off, 0, memfd);
 		if (memfd >= 0)
 			sys_close(memfd);
 	}
