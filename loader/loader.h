@@ -105,6 +105,12 @@ int pages_fill(struct pages *pg, uint32_t idx, struct ibcr_err *e);
 void pages_close(struct pages *pg);
 /* pagehelp.c: page data of region idx from byte `from` on, into child */
 int pages_help(struct pages *pg, uint32_t idx, uint64_t from, struct ibcr_err *e);
+/*
+ * The same through the core's userfaultfd `fd` (a descriptor number in
+ * the child): 1 when it cannot be had (the core then does it), 0 done.
+ */
+int pages_help_uffd(struct pages *pg, uint32_t idx, uint64_t from, int fd,
+		    struct ibcr_err *e);
 /* k bytes to addr in the child, whatever the region's protection */
 int pages_write(struct pages *pg, uint64_t addr, const uint8_t *p, size_t k);
 

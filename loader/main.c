@@ -89,23 +89,40 @@ static void serve_fill(struct job *j)
 		return;
 }
 
-/* The core fills a large region with our help ('H', pagehelp.c). */
-static void serve_help(struct job *j)
+/*
+ * The core fills a large region with our help (pagehelp.c): 'H', we write
+ * the part from `from` on; 'U', we copy it in through the core's
+ * userfaultfd, or answer 'N' when we cannot have it.
+ */
+static void serve_help(struct job *j, int uffd)
 {
 	struct ibcr_err e = { "" };
-	uint8_t msg[12];
+	uint8_t msg[16];
+	size_t len = uffd ? 16 : 12;
+	int32_t fd = -1;
 	uint32_t idx;
 	uint64_t from;
 	char reply = 'K';
+	int rc;
 
-	if (read(j->status_fd, msg, sizeof(msg)) != sizeof(msg))
+	if (read(j->status_fd, msg, len) != (ssize_t)len)
 		return;
 	memcpy(&idx, msg, 4);
 	memcpy(&from, msg + 4, 8);
+	if (uffd)
+		memcpy(&fd, msg + 12, 4);
 	if (!j->pages_open && !pages_open(&j->pages, &j->ps, j->rs.r->fd, j->rs.r->path,
 					  j->child, &e))
 		j->pages_open = 1;
-	if (!j->pages_open || pages_help(&j->pages, idx, from, &e)) {
+	if (!j->pages_open)
+		rc = -1;
+	else if (uffd)
+		rc = pages_help_uffd(&j->pages, idx, from, fd, &e);
+	else
+		rc = pages_help(&j->pages, idx, from, &e);
+	if (rc > 0)
+		reply = 'N';
+	if (rc < 0) {
 		fprintf(stderr, "restart-loader: pid %d: %s\n", j->ps.rec.pid, e.msg);
 		reply = 'X';
 	}
@@ -136,8 +153,8 @@ static int read_status(struct job *j, char *msg, size_t size)
 			serve_fill(j);
 			continue;
 		}
-		if (msg[0] == 'H') {
-			serve_help(j);
+		if (msg[0] == 'H' || msg[0] == 'U') {
+			serve_help(j, msg[0] == 'U');
 			continue;
 		}
 		if (msg[0] == 'C') {

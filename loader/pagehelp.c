@@ -11,7 +11,11 @@
  * order, before any thread resumes.
  */
 #include <errno.h>
+#include <linux/userfaultfd.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -129,5 +133,93 @@ int pages_help(struct pages *pg, uint32_t idx, uint64_t from, struct ibcr_err *e
 				       "reading it or writing it into the restored process",
 				       pg->path, (unsigned long long)v->start,
 				       (unsigned long long)v->end, ps->vma_names[idx]);
+	return 0;
+}
+
+/*
+ * With the core's userfaultfd (loader/core/uffd.c): the image's data
+ * mapped from the page cache a window at a time and copied in with
+ * UFFDIO_COPY, no page zeroed first. The descriptor is taken from the
+ * child with pidfd_getfd (Linux 5.6): the ioctls act on the child's
+ * memory whoever calls them.
+ */
+#define UFFD_WINDOW (4ul << 20)
+
+static int copy_in(int ufd, uint64_t dst, uint64_t src, uint64_t len)
+{
+	while (len) {
+		struct uffdio_copy c = { .dst = dst, .src = src, .len = len };
+		int rc = ioctl(ufd, UFFDIO_COPY, &c);
+
+		if (c.copy > 0) {
+			dst += (uint64_t)c.copy;
+			src += (uint64_t)c.copy;
+			len -= (uint64_t)c.copy;
+		}
+		if (rc && errno != EAGAIN && c.copy <= 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int uffd_windows(struct pages *pg, const struct ibcr_vma *v, uint64_t from, int ufd)
+{
+	const struct ibcr_process_state *ps = pg->ps;
+	uint64_t size = (uint64_t)getpagesize(), r = v->run0, run_pos = 0;
+
+	for (uint64_t pos = from; pos < v->data_len; ) {
+		uint64_t len = v->data_len - pos < UFFD_WINDOW ? v->data_len - pos : UFFD_WINDOW;
+		uint64_t end = pos + len;
+		uint8_t *win = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, pg->img_fd,
+				    (off_t)(ps->pages_off + v->data_off + pos));
+
+		if (win == MAP_FAILED)
+			return -1;
+		for (uint64_t at = pos; at < end; ) {
+			uint64_t run_len, k;
+
+			while (run_pos + ps->runs[r].npages * size <= at)
+				run_pos += ps->runs[r++].npages * size;
+			run_len = ps->runs[r].npages * size;
+			k = run_pos + run_len - at < end - at ? run_pos + run_len - at : end - at;
+			if (copy_in(ufd, ps->runs[r].addr + (at - run_pos),
+				    (uint64_t)(uintptr_t)(win + (at - pos)), k)) {
+				munmap(win, len);
+				return -1;
+			}
+			at += k;
+		}
+		munmap(win, len);
+		pos = end;
+	}
+	return 0;
+}
+
+int pages_help_uffd(struct pages *pg, uint32_t idx, uint64_t from, int fd,
+		    struct ibcr_err *e)
+{
+	const struct ibcr_process_state *ps = pg->ps;
+	const struct ibcr_vma *v;
+	int pidfd, ufd, rc;
+
+	if (idx >= ps->nvmas || from > ps->vmas[idx].data_len ||
+	    (ps->pages_off + ps->vmas[idx].data_off) % (uint64_t)getpagesize())
+		return ibcr_fail(e, "the core asked for help with region %u at %llu", idx,
+				 (unsigned long long)from);
+	v = &ps->vmas[idx];
+	pidfd = (int)syscall(SYS_pidfd_open, pg->child, 0);
+	if (pidfd < 0)
+		return 1;
+	ufd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	close(pidfd);
+	if (ufd < 0)
+		return 1;
+	rc = uffd_windows(pg, v, from, ufd);
+	close(ufd);
+	if (rc)
+		return ibcr_fail_errno(e, errno, "image %s: region %#llx-%#llx (%s): copying "
+				       "its data into the restored process", pg->path,
+				       (unsigned long long)v->start, (unsigned long long)v->end,
+				       ps->vma_names[idx]);
 	return 0;
 }

@@ -24,6 +24,12 @@ void core_map_regions(struct plan *p);
 void core_set_process(struct plan *p);
 __attribute__((noreturn)) void core_start_threads(struct plan *p);
 
+/* uffd.c: a region filled with UFFDIO_COPY (no zeroing first) */
+int uffd_open(struct plan *p, const struct plan_vma *v);
+uint32_t uffd_fill(struct plan *p, const struct plan_vma *v, int fd, uint64_t from,
+		   uint64_t to, uint32_t sum);
+void uffd_close(struct plan *p, const struct plan_vma *v, int fd);
+
 /* arch/<arch>/core_arch.c */
 long arch_set_tls(const uint64_t tls[2]);
 

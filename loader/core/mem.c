@@ -176,30 +176,50 @@ static int helpable(const struct plan *p, const struct plan_vma *v, int prot)
 	       !(p->flags & PLAN_FILL_BY_LOADER);
 }
 
-static void ask_help(struct plan *p, const struct plan_vma *v, uint64_t from)
+/* 'H' (the loader writes) or 'U' (it copies in through our userfaultfd). */
+static void ask_help(struct plan *p, const struct plan_vma *v, uint64_t from, int uffd)
 {
-	uint8_t msg[13] = { 'H' };
+	uint8_t msg[17] = { uffd >= 0 ? 'U' : 'H' };
 	uint32_t idx = (uint32_t)(v - p->vmas);
+	int32_t fd = uffd;
+	long len = uffd >= 0 ? 17 : 13;
 
 	__builtin_memcpy(msg + 1, &idx, 4);
 	__builtin_memcpy(msg + 5, &from, 8);
-	if (sys_write(p->status_fd, msg, sizeof(msg)) != sizeof(msg))
+	__builtin_memcpy(msg + 13, &fd, 4);
+	if (sys_write(p->status_fd, msg, len) != len)
 		sys_exit_group(127);
 }
 
-static void wait_help(struct plan *p)
+/* 'K': done; 'N': the loader could not use the userfaultfd, nothing done. */
+static char wait_help(struct plan *p)
 {
 	char reply = 0;
 
-	if (sys_read(p->control_fd, &reply, 1) != 1 || reply != 'K')
+	if (sys_read(p->control_fd, &reply, 1) != 1 || (reply != 'K' && reply != 'N'))
 		sys_exit_group(127);	/* the loader said why */
+	return reply;
 }
 
-/*
- * The region's data: the core reads its stream bytes [0, lim) in place,
- * then, once the loader has put the rest, sums the rest where it lies.
- */
-static uint32_t fill_shared_work(struct plan *p, const struct plan_vma *v, uint64_t lim)
+/* Sums the region's stream bytes from lim on where they lie. */
+static uint32_t sum_rest(struct plan *p, const struct plan_vma *v, uint64_t lim,
+			 uint32_t sum)
+{
+	uint64_t pos = 0;
+
+	for (uint64_t i = 0; i < v->nruns; i++) {
+		uint64_t len = v->runs[i].npages * p->page_size, skip = lim > pos ? lim - pos : 0;
+
+		if (skip < len)
+			sum = page_sum(sum, (const void *)(v->runs[i].addr + skip), len - skip,
+				       p->page_size);
+		pos += len;
+	}
+	return sum;
+}
+
+/* The core's part, stream bytes [0, lim), the usual way. */
+static uint32_t fill_head(struct plan *p, const struct plan_vma *v, uint64_t lim)
 {
 	uint64_t off = v->data_off, pos = 0, whole = 0;
 	uint32_t sum;
@@ -213,16 +233,33 @@ static uint32_t fill_shared_work(struct plan *p, const struct plan_vma *v, uint6
 
 		sum = read_run(p, v, &part, &off, sum, -1);
 	}
-	wait_help(p);
-	pos = 0;
-	for (uint64_t i = 0; i < v->nruns; i++) {
-		uint64_t len = v->runs[i].npages * p->page_size, skip = lim > pos ? lim - pos : 0;
+	return sum;
+}
 
-		if (skip < len)
-			sum = page_sum(sum, (const void *)(v->runs[i].addr + skip), len - skip,
-				       p->page_size);
-		pos += len;
+/*
+ * Both parts: with a userfaultfd (uffd.c) if we may have one, by the
+ * core's usual fill and process_vm_writev otherwise. The sum is checked
+ * by the caller, over the whole region, in order.
+ */
+static uint32_t fill_together(struct plan *p, const struct plan_vma *v)
+{
+	uint64_t lim = v->data_len / 100 * HELP_SHARE;
+	int uffd = uffd_open(p, v);
+	uint32_t sum;
+
+	lim -= lim % p->page_size;
+	ask_help(p, v, lim, uffd);
+	if (uffd < 0) {
+		sum = fill_head(p, v, lim);
+		wait_help(p);
+		return sum_rest(p, v, lim, sum);
 	}
+	sum = uffd_fill(p, v, uffd, 0, lim, 0);
+	if (wait_help(p) == 'N')
+		sum = uffd_fill(p, v, uffd, lim, v->data_len, sum);
+	else
+		sum = sum_rest(p, v, lim, sum);
+	uffd_close(p, v, uffd);
 	return sum;
 }
 
@@ -350,11 +387,7 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 		ask_loader(p, v, prot & PROT_WRITE);
 		crc = v->data_crc;	/* checked by the loader */
 	} else if (helpable(p, v, prot)) {
-		uint64_t lim = v->data_len / 100 * HELP_SHARE;
-
-		lim -= lim % p->page_size;
-		ask_help(p, v, lim);
-		crc = fill_shared_work(p, v, lim);
+		crc = fill_together(p, v);
 	} else if (v->data_len) {
 		if (!(prot & PROT_WRITE))
 			memfd = open_self_mem(p, v);

@@ -80,6 +80,7 @@ struct plan_mm_map {
 #define PLAN_SET_CREDS 0x2	/* set uid/gid/groups (loader is root) */
 #define PLAN_TRACE 0x4		/* report each step ('D' lines) */
 #define PLAN_FILL_BY_LOADER 0x8	/* compressed image: the loader fills regions */
+#define PLAN_NO_UFFD 0x10	/* IBCR_NO_UFFD=1: fill without userfaultfd */
 
 struct plan {
 	uint64_t magic;

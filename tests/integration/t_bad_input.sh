@@ -109,12 +109,15 @@ for sec in $(awk '$2 != "PAGES" && $2 != "END" { print $2 }' "$T/sections" | sor
 done
 
 # at 50% and 90% of the largest region: the restart-loader fills the end
-# of a large one itself while the core fills the rest (loader/pagehelp.c)
-for pct in 50 90; do
+# of a large one while the core fills the rest (loader/pagehelp.c), with
+# a userfaultfd or, IBCR_NO_UFFD=1, as where there is none
+for pct in 50 90 90nouffd; do
 	cp "$T/good.ckpt" "$T/flip-pages$pct.ckpt"
-	region=$("${IMGTOOL[@]}" flip-region "$T/flip-pages$pct.ckpt" $pct)
+	region=$("${IMGTOOL[@]}" flip-region "$T/flip-pages$pct.ckpt" ${pct%nouffd})
+	[ "$pct" = 90nouffd ] && export IBCR_NO_UFFD=1
 	restore_fails flip-pages$pct "$T/flip-pages$pct.ckpt" "$victim" "flip-pages$pct.ckpt" \
 		"region $region\b" "corrupt|crc"
+	unset IBCR_NO_UFFD
 	"$INFO" --verify "$T/flip-pages$pct.ckpt" >/dev/null 2>&1 &&
 		problem "ckpt-info --verify accepts damaged page data ($pct%)"
 done

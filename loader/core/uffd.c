@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Filling a region without zeroing it first. A fresh page is zeroed by
+ * the kernel when it is faulted in, and then overwritten with the saved
+ * bytes: under emulation (qemu TCG) the zeroing costs as much as the
+ * copy. UFFDIO_COPY allocates each page and copies into it, nothing
+ * else: the region is registered with a userfaultfd (missing pages) for
+ * the time of the fill and the image's page data, mapped read-only from
+ * the page cache a window at a time, is copied in. No page fault is ever
+ * taken (user-mode-only faults, which unprivileged users may ask for,
+ * are enough: nobody touches the region meanwhile). Where userfaultfd is
+ * missing or refused, the caller fills the usual way.
+ */
+#include <linux/ioctl.h>
+#include <linux/mman.h>
+#include <linux/userfaultfd.h>
+
+#include "core.h"
+#include "sys.h"
+#include "xxh64.h"
+
+#define WINDOW (4ul << 20)
+#define CORE_O_CLOEXEC 02000000
+#define CORE_EAGAIN 11
+
+static long uffd_ioctl(int fd, unsigned long req, void *arg)
+{
+	return SYS(__NR_ioctl, fd, req, arg, 0, 0, 0);
+}
+
+int uffd_open(struct plan *p, const struct plan_vma *v)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = {
+		.range = { v->start, v->end - v->start },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	long fd;
+
+	if ((p->flags & PLAN_NO_UFFD) || v->data_off % p->page_size)
+		return -1;
+	fd = SYS(__NR_userfaultfd, CORE_O_CLOEXEC | UFFD_USER_MODE_ONLY, 0, 0, 0, 0, 0);
+	if (fd < 0)
+		return -1;
+	if (uffd_ioctl((int)fd, UFFDIO_API, &api) ||
+	    uffd_ioctl((int)fd, UFFDIO_REGISTER, &reg) ||
+	    !(reg.ioctls & (1ull << _UFFDIO_COPY))) {
+		sys_close((int)fd);	/* closing unregisters */
+		return -1;
+	}
+	return (int)fd;
+}
+
+void uffd_close(struct plan *p, const struct plan_vma *v, int fd)
+{
+	struct uffdio_range r = { v->start, v->end - v->start };
+
+	if (uffd_ioctl(fd, UFFDIO_UNREGISTER, &r))
+		core_die(p, "region %#lx-%#lx (%s): unregistering its userfaultfd failed",
+			 (unsigned long)v->start, (unsigned long)v->end, v->name);
+	sys_close(fd);
+}
+
+static void copy_in(struct plan *p, const struct plan_vma *v, int fd, uint64_t dst,
+		    uint64_t src, uint64_t len)
+{
+	while (len) {
+		struct uffdio_copy c = { .dst = dst, .src = src, .len = len };
+		long rc = uffd_ioctl(fd, UFFDIO_COPY, &c);
+
+		if (c.copy > 0) {
+			dst += (uint64_t)c.copy;
+			src += (uint64_t)c.copy;
+			len -= (uint64_t)c.copy;
+		}
+		if (rc && rc != -CORE_EAGAIN && c.copy <= 0)
+			core_die(p, "region %#lx-%#lx (%s): copying page data in at %#lx: "
+				 "error %ld", (unsigned long)v->start, (unsigned long)v->end,
+				 v->name, (unsigned long)dst, -rc);
+	}
+}
+
+/*
+ * The region's page data [from, to) (stream offsets, page multiples) in
+ * place, summed on from `sum` in order; returns the sum.
+ */
+uint32_t uffd_fill(struct plan *p, const struct plan_vma *v, int fd, uint64_t from,
+		   uint64_t to, uint32_t sum)
+{
+	uint64_t r = 0, run_pos = 0;	/* run r starts at stream offset run_pos */
+
+	for (uint64_t pos = from; pos < to; ) {
+		uint64_t len = to - pos < WINDOW ? to - pos : WINDOW, end = pos + len;
+		long win = sys_mmap(0, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, p->img_fd,
+				    v->data_off + pos);
+
+		if (win < 0 && win > -4096)
+			core_die(p, "image %s: mapping the data of region %#lx-%#lx (%s): "
+				 "error %ld", p->image_path, (unsigned long)v->start,
+				 (unsigned long)v->end, v->name, -win);
+		for (uint64_t at = pos; at < end; ) {
+			uint64_t run_len, k;
+
+			while (run_pos + v->runs[r].npages * p->page_size <= at)
+				run_pos += v->runs[r++].npages * p->page_size;
+			run_len = v->runs[r].npages * p->page_size;
+			k = run_pos + run_len - at < end - at ? run_pos + run_len - at : end - at;
+			copy_in(p, v, fd, v->runs[r].addr + (at - run_pos),
+				(uint64_t)win + (at - pos), k);
+			at += k;
+		}
+		sum = page_sum(sum, (const void *)win, len, p->page_size);
+		sys_munmap((uint64_t)win, len);
+		pos = end;
+	}
+	return sum;
+}
