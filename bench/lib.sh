@@ -314,16 +314,28 @@ restore_with() {
 }
 
 # ---- baselines -------------------------------------------------------------
-# baselines BYTES: sets BASE_WRITE BASE_POPFILL BASE_PREAD.
-baselines() {
-    local f=$WORK/baseline.dat out
+# This VM gives memory the guest freed back to its host (free page
+# reporting; DAMON pages cold page cache out), and memory given back is
+# several times slower on its next first touch: a write lands on fast or
+# slow memory by chance of history. So the write baseline runs just before
+# the checkpoint it is compared with and its file is deleted at once: the
+# image then goes into the memory the baseline just left, as the baseline
+# went into what the last image left.
+# base_write BYTES: sets BASE_WRITE.
+base_write() {
+    local f=$WORK/baseline.dat
     "$BIN/baseline" write "$f" "$1" >"$WORK/baseline.out" || { fail "baseline write"; return 1; }
     res_kv "$WORK/baseline.out"
     BASE_WRITE=${KV[write_ms]}
-    "$BIN/baseline" fill "$f" "$1" >"$WORK/baseline.out" || { fail "baseline fill"; return 1; }
+    rm -f "$f"
+}
+
+# base_fill FILE BYTES: from the image just restored (in the page cache);
+# sets BASE_POPFILL BASE_PREAD.
+base_fill() {
+    "$BIN/baseline" fill "$1" "$2" >"$WORK/baseline.out" || { fail "baseline fill"; return 1; }
     res_kv "$WORK/baseline.out"
     BASE_POPFILL=${KV[populate_pread_ms]} BASE_PREAD=${KV[pread_ms]}
-    rm -f "$f"
 }
 
 # ---- rows --------------------------------------------------------------
@@ -342,6 +354,9 @@ one_rep() {
     local config=$1 rep=$2 base=$3 t0
     now_ms; t0=$NOW_MS
     clear_vars
+    if ((base)); then
+        base_write "$WL_BYTES" || return 1
+    fi
     case $config in
         ibcr) ckpt_ibcr "$WORK/bench.ckpt" && restore_with ibcr "$WORK/bench.ckpt" ;;
         ibcr-zstd) ckpt_ibcr "$WORK/bench.ckpt" --compress=zstd && restore_with ibcr "$WORK/bench.ckpt" ;;
@@ -349,10 +364,10 @@ one_rep() {
         criu) ckpt_criu "$WORK/criu.img" && restore_with criu "$WORK/criu.img" ;;
         *) fail "unknown configuration $config" ;;
     esac || return 1
-    if [[ $config == criu ]]; then rm -rf "$WORK/criu.img"; else rm -f "$WORK/bench.ckpt"; fi
     if ((base)); then
-        baselines "${PAGE_BYTES:-$IMG_BYTES}" || return 1
+        base_fill "$WORK/bench.ckpt" "$WL_BYTES" || return 1
     fi
+    if [[ $config == criu ]]; then rm -rf "$WORK/criu.img"; else rm -f "$WORK/bench.ckpt"; fi
     row "$config" "$rep"
     now_ms
     say "    $config #$rep: freeze $FREEZE ms (app stall $STALL), checkpoint $CKPT ms, running after $RUNNING ms, image $((IMG_BYTES >> 20)) MiB${BASE_WRITE:+, baselines: write $BASE_WRITE, fill $BASE_POPFILL ms} [$((NOW_MS - t0)) ms]"
