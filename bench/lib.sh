@@ -191,6 +191,7 @@ ckpt_ibcr() {
     local img=$1 res=$WORK/saver.res err=$WORK/saver.err stats='' l
     shift
     rm -f "$img"
+    settle
     reset_stall || return 1
     "$BIN/benchexec" -o "$res" -- "$IBCR/saver" --stats "$@" -o "$img" "$WL_PID" 2>"$err"
     res_kv "$res"
@@ -216,6 +217,7 @@ ckpt_ibcr() {
 ckpt_criu() {
     local dir=$1 res=$WORK/criu-dump.res sizes f sz
     rm -rf "$dir"
+    settle
     mkdir -p "$dir"
     reset_stall || return 1
     # --shell-job: the session leader may be outside the dump (a process
@@ -313,6 +315,12 @@ restore_with() {
     WHOLE=$DEC
 }
 
+# settle: what deleting a file left to do is done before the next timed
+# write. The build machine's root file system is mounted with `discard`:
+# a deleted file's blocks are trimmed at the next journal commit, and a
+# gigabyte of trim slows whatever writes next. syncfs waits for it.
+settle() { sync -f "$WORK" 2>/dev/null || sync; }
+
 # ---- baselines -------------------------------------------------------------
 # This VM gives memory the guest freed back to its host (free page
 # reporting; DAMON pages cold page cache out), and memory given back is
@@ -328,6 +336,7 @@ base_write() {
     res_kv "$WORK/baseline.out"
     BASE_WRITE=${KV[write_ms]}
     rm -f "$f"
+    settle
 }
 
 # base_fill FILE BYTES: from the image just restored (in the page cache);
@@ -355,6 +364,7 @@ one_rep() {
     now_ms; t0=$NOW_MS
     clear_vars
     if ((base)); then
+        settle
         base_write "$WL_BYTES" || return 1
     fi
     case $config in
