@@ -1382,15 +1382,29 @@ static void rebuild(void)
 static void wait_wake(void)
 {
 	struct pollfd pf = { S.wake[0], POLLIN, 0 };
+	struct stat r, w;
 	char buf[64];
 
 	if (S.wake[0] < 0) {
 		sleep_ms(20);
 		return;
 	}
-	if (poll(&pf, 1, 1000) > 0)
-		while (read(S.wake[0], buf, sizeof(buf)) == (ssize_t)sizeof(buf))
-			;
+	if (poll(&pf, 1, 1000) <= 0)
+		return;
+	/*
+	 * The application may have closed the descriptor, or put one of its
+	 * own at its number (closefrom, dup2): never read what is not ours
+	 * (both ends are one pipe, after a restore too); poll every 20 ms
+	 * from then on, as before ABI 2.
+	 */
+	if ((pf.revents & POLLNVAL) || fstat(S.wake[0], &r) || fstat(S.wake[1], &w) ||
+	    !S_ISFIFO(r.st_mode) || r.st_ino != w.st_ino || r.st_dev != w.st_dev) {
+		S.wake[0] = -1;
+		CTL.wake_fd = -1;
+		return;
+	}
+	while (read(S.wake[0], buf, sizeof(buf)) == (ssize_t)sizeof(buf))
+		;
 }
 
 void *helper_main(void *arg)
