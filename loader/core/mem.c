@@ -163,11 +163,18 @@ static uint32_t fill_runs(struct plan *p, const struct plan_vma *v,
 /*
  * A large private region is filled by two: the loader takes its data
  * from HELP_SHARE percent on (loader/pagehelp.c), the core the part
- * before. The loader's share is the smaller one: it copies each byte
- * twice (image to buffer, buffer to the region), the core once.
+ * before. Without a userfaultfd the loader's share is the smaller one:
+ * it copies each byte twice (image to buffer, buffer to the region), the
+ * core once.
  */
 #define HELP_MIN (16ul << 20)
 #define HELP_SHARE 55
+/*
+ * With a userfaultfd both copy the same way, and the core also sums the
+ * whole region: in the TCG guest a 35% share filled 1 GiB fastest
+ * (~4.2 s, against ~4.7 s at 55% and ~4.6 s at 45%).
+ */
+#define HELP_SHARE_UFFD 35
 
 static int helpable(const struct plan *p, const struct plan_vma *v, int prot)
 {
@@ -243,8 +250,8 @@ static uint32_t fill_head(struct plan *p, const struct plan_vma *v, uint64_t lim
  */
 static uint32_t fill_together(struct plan *p, const struct plan_vma *v)
 {
-	uint64_t lim = v->data_len / 100 * HELP_SHARE;
 	int uffd = uffd_open(p, v);
+	uint64_t lim = v->data_len / 100 * (uffd >= 0 ? HELP_SHARE_UFFD : HELP_SHARE);
 	uint32_t sum;
 
 	lim -= lim % p->page_size;

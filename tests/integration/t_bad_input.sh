@@ -108,13 +108,14 @@ for sec in $(awk '$2 != "PAGES" && $2 != "END" { print $2 }' "$T/sections" | sor
 	restore_fails "flip-$sec" "$T/flip-$sec.ckpt" "$victim" "flip-$sec.ckpt" "\b$sec section\b" "corrupt|crc"
 done
 
-# at 50% and 90% of the largest region: the restart-loader fills the end
-# of a large one while the core fills the rest (loader/pagehelp.c), with
-# a userfaultfd or, IBCR_NO_UFFD=1, as where there is none
-for pct in 50 90 90nouffd; do
+# at 20% and 90% of the largest region: the restart-loader fills the end
+# of a large one while the core fills the start (loader/pagehelp.c), with
+# a userfaultfd (the core's part: 35%) or, IBCR_NO_UFFD=1, as where there
+# is none (55%)
+for pct in 20 50 90 20nouffd 90nouffd; do
 	cp "$T/good.ckpt" "$T/flip-pages$pct.ckpt"
 	region=$("${IMGTOOL[@]}" flip-region "$T/flip-pages$pct.ckpt" ${pct%nouffd})
-	[ "$pct" = 90nouffd ] && export IBCR_NO_UFFD=1
+	[ "$pct" != "${pct%nouffd}" ] && export IBCR_NO_UFFD=1
 	restore_fails flip-pages$pct "$T/flip-pages$pct.ckpt" "$victim" "flip-pages$pct.ckpt" \
 		"region $region\b" "corrupt|crc"
 	unset IBCR_NO_UFFD
