@@ -60,7 +60,7 @@ int pages_write(struct pages *pg, uint64_t addr, const uint8_t *p, size_t k)
 /*
  * Pieces of runs, consecutive in the image, up to a buffer's worth: one
  * pread and one process_vm_writev for many single-page runs of sparse
- * memory. (pieces each on their own through /proc/PID/mem otherwise)
+ * memory (piece by piece through pages_write if that fails).
  */
 struct piece_list {
 	struct iovec remote[HELP_IOV];
