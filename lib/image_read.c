@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "buf.h"
 #include "crc32c.h"
 #include "image_io.h"
@@ -55,33 +56,11 @@ uint32_t ibcr_host_arch(void)
 #endif
 }
 
-static int read_at(int fd, void *p, size_t n, uint64_t off)
-{
-	uint8_t *c = p;
-
-	while (n) {
-		ssize_t k = pread(fd, c, n, (off_t)off);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -1;
-		if (k == 0) {
-			errno = EIO;	/* shorter than its own header says */
-			return -1;
-		}
-		c += k;
-		n -= (size_t)k;
-		off += (uint64_t)k;
-	}
-	return 0;
-}
-
 static int check_file_hdr(struct img_reader *r, struct ibcr_err *e)
 {
 	struct ibcr_file_hdr *h = &r->hdr;
 
-	if (r->size < sizeof(*h) || read_at(r->fd, h, sizeof(*h), 0))
+	if (r->size < sizeof(*h) || pread_full(r->fd, h, sizeof(*h), 0))
 		return ibcr_fail(e, "image %s: too short to be an ibcr image (%llu bytes)",
 				 r->path, (unsigned long long)r->size);
 	if (memcmp(h->magic, IBCR_MAGIC, 8))
@@ -120,7 +99,7 @@ static int read_sec(struct img_reader *r, uint32_t n, uint64_t off,
 		return ibcr_fail(e, "image %s: truncated: section %u at offset %llu "
 				 "is cut off (file ends at %llu)", r->path, n,
 				 (unsigned long long)off, (unsigned long long)r->size);
-	if (read_at(r->fd, h, sizeof(*h), off))
+	if (pread_full(r->fd, h, sizeof(*h), off))
 		return ibcr_fail_errno(e, errno, "image %s: reading section %u", r->path, n);
 	if (h->magic != IBCR_SEC_MAGIC ||
 	    h->hdr_crc != crc32c(0, h, offsetof(struct ibcr_sec_hdr, hdr_crc)))
@@ -149,7 +128,7 @@ static int check_end(struct img_reader *r, struct img_section *s, uint32_t n,
 {
 	struct ibcr_end end;
 
-	if (s->h.size != sizeof(end) || read_at(r->fd, &end, sizeof(end), s->payload) ||
+	if (s->h.size != sizeof(end) || pread_full(r->fd, &end, sizeof(end), s->payload) ||
 	    crc32c(0, &end, sizeof(end)) != s->h.data_crc)
 		return ibcr_fail(e, "image %s: END section is corrupt", r->path);
 	if (end.nsections != n || end.file_size != s->off)
@@ -171,7 +150,7 @@ static int check_zero(struct img_reader *r, uint64_t off, uint64_t len,
 	while (len) {
 		size_t k = len < sizeof(buf) ? (size_t)len : sizeof(buf);
 
-		if (read_at(r->fd, buf, k, off))
+		if (pread_full(r->fd, buf, k, off))
 			return ibcr_fail_errno(e, errno, "image %s: reading at %llu",
 					       r->path, (unsigned long long)off);
 		for (size_t i = 0; i < k; i++)
@@ -267,7 +246,7 @@ int imgr_payload(struct img_reader *r, uint32_t idx, uint8_t **out,
 				 r->path, ibcr_sec_type_name(s->h.type), idx,
 				 (unsigned long long)s->h.size);
 	p = xmalloc(s->h.size + 1);
-	if (read_at(r->fd, p, s->h.size, s->payload)) {
+	if (pread_full(r->fd, p, s->h.size, s->payload)) {
 		free(p);
 		return ibcr_fail_errno(e, errno, "image %s: reading %s section %u",
 				       r->path, ibcr_sec_type_name(s->h.type), idx);

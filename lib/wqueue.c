@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fdio.h"
 #include "wqueue.h"
 
 #define NBUF 4
@@ -26,21 +27,6 @@ struct wqueue {
 	int stop;
 	uint64_t written, kicked;
 };
-
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t k = write(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? errno : ENOSPC;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
 
 /* Writeback of what is written so far, without waiting for it. */
 static void kick(struct wqueue *q)
@@ -67,7 +53,7 @@ static void *writer(void *arg)
 
 		pthread_mutex_unlock(&q->mu);
 		if (!q->err) {
-			err = write_all(q->fd, q->buf[i], q->len[i]);
+			err = write_full(q->fd, q->buf[i], q->len[i]) ? errno : 0;
 			q->written += q->len[i];
 			kick(q);
 		}

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "fdkinds.h"
 
 static int unlinked_in(const char *dir, mode_t mode)
@@ -39,20 +40,6 @@ static int unlinked_in(const char *dir, mode_t mode)
 		return -1;
 	}
 	return fd;
-}
-
-static int write_all(int fd, const uint8_t *p, uint64_t n)
-{
-	for (uint64_t done = 0; done < n;) {
-		ssize_t k = write(fd, p + done, n - done);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		done += (uint64_t)k;
-	}
-	return 0;
 }
 
 /* Our read-write fd of the new file, as the saved description. */
@@ -85,7 +72,7 @@ static int fill(int fd, const struct ibcr_files *f, uint32_t i, const char *what
 {
 	const struct ibcr_fobj *o = &f->objs[i];
 
-	if (write_all(fd, f->data[i], o->data_len) || ftruncate(fd, (off_t)o->data_len)) {
+	if (write_full(fd, f->data[i], o->data_len) || ftruncate(fd, (off_t)o->data_len)) {
 		ibcr_fail_errno(e, errno, "%s %s: writing its %llu bytes back", what,
 				f->paths[i], (unsigned long long)o->data_len);
 		close(fd);

@@ -15,6 +15,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "fdkinds.h"
 
 #ifndef TIOCGPTPEER
@@ -32,21 +33,6 @@ static void termios_of(const struct ibcr_pty *p, struct termios *t)
 	memcpy(t->c_cc, p->cc, sizeof(p->cc) < sizeof(t->c_cc) ? sizeof(p->cc) : sizeof(t->c_cc));
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t k = write(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 /* The waiting output, raw, then the saved output processing. */
 static int refill(int m, const struct ibcr_pty *p, const struct termios *t)
 {
@@ -56,7 +42,7 @@ static int refill(int m, const struct ibcr_pty *p, const struct termios *t)
 	if (s < 0)
 		return -1;
 	raw.c_oflag &= ~(tcflag_t)OPOST;
-	if (tcsetattr(s, TCSANOW, &raw) || write_all(s, (const uint8_t *)(p + 1), p->pending))
+	if (tcsetattr(s, TCSANOW, &raw) || write_full(s, p + 1, p->pending))
 		rc = -1;
 	close(s);
 	return rc;

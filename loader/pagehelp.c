@@ -20,29 +20,11 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fdio.h"
 #include "loader.h"
 
 #define HELP_BUF (4u << 20)
 #define HELP_IOV 1024	/* IOV_MAX */
-
-/* k bytes of the image at off, whole. */
-static int read_full(int fd, uint8_t *p, size_t k, uint64_t off)
-{
-	while (k) {
-		ssize_t got = pread(fd, p, k, (off_t)off);
-
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0) {
-			errno = got ? errno : EIO;
-			return -1;
-		}
-		p += got;
-		k -= (size_t)got;
-		off += (uint64_t)got;
-	}
-	return 0;
-}
 
 /*
  * process_vm_writev copies once; /proc/PID/mem copies through a kernel
@@ -76,7 +58,7 @@ static int flush_pieces(struct pages *pg, struct piece_list *l)
 
 	if (!l->n)
 		return 0;
-	if (read_full(pg->img_fd, pg->help_buf, l->len, l->file_off))
+	if (pread_full(pg->img_fd, pg->help_buf, l->len, l->file_off))
 		return -1;
 	if (process_vm_writev(pg->child, &local, 1, l->remote, (unsigned long)l->n, 0) !=
 	    (ssize_t)l->len) {

@@ -24,6 +24,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "buf.h"
 #include "fdkinds.h"
 
@@ -44,22 +45,6 @@ static void state_of(const struct termios *t, const struct winsize *w, struct ib
 	p->cols = w->ws_col;
 	p->xpixel = w->ws_xpixel;
 	p->ypixel = w->ws_ypixel;
-}
-
-/* Exactly n bytes, which FIONREAD said are there: read never blocks. */
-static int read_n(int fd, uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t k = read(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
 }
 
 /* The output goes back where it was: written by the slave, raw. */
@@ -125,7 +110,7 @@ static int master_state(pid_t pid, int fd, int m, const char *slave, struct ibcr
 	p.locked = (uint32_t)lock;
 	p.pending = (uint32_t)n;
 	*data = xmalloc(sizeof(p) + (size_t)n + 8);
-	if (n && read_n(m, *data + sizeof(p), (size_t)n))
+	if (n && read_full(m, *data + sizeof(p), (size_t)n))	/* FIONREAD's n: never blocks */
 		return ibcr_fail_errno(e, errno ? errno : EIO, "pid %d fd %d: pty master %s: "
 				       "reading the %d bytes of output waiting in it", (int)pid,
 				       fd, slave, n);

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <unistd.h>
+
+#include "fdio.h"
+
+int write_full(int fd, const void *p, size_t n)
+{
+	const uint8_t *c = p;
+
+	while (n) {
+		ssize_t k = write(fd, c, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (!k)
+				errno = ENOSPC;
+			return -1;
+		}
+		c += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* off < 0: read(2) from the file position; else pread(2) at off. */
+static int in_full(int fd, void *p, size_t n, int64_t off)
+{
+	uint8_t *c = p;
+
+	while (n) {
+		ssize_t k = off < 0 ? read(fd, c, n) : pread(fd, c, n, (off_t)off);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (!k)
+				errno = EIO;
+			return -1;
+		}
+		c += k;
+		n -= (size_t)k;
+		if (off >= 0)
+			off += k;
+	}
+	return 0;
+}
+
+int read_full(int fd, void *p, size_t n)
+{
+	return in_full(fd, p, n, -1);
+}
+
+int pread_full(int fd, void *p, size_t n, uint64_t off)
+{
+	return in_full(fd, p, n, (int64_t)off);
+}

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef IBCR_FDIO_H
+#define IBCR_FDIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Whole reads and writes: short transfers are continued, EINTR retried.
+ * 0, or -1 with errno set (EIO: the file ended first; ENOSPC: write
+ * wrote nothing).
+ */
+int write_full(int fd, const void *p, size_t n);
+int read_full(int fd, void *p, size_t n);
+int pread_full(int fd, void *p, size_t n, uint64_t off);
+
+#endif
