@@ -4,10 +4,15 @@
  * in the same run, on the same file system.
  *
  *   baseline write FILE BYTES
- *       Fills BYTES of anonymous memory (MADV_POPULATE_WRITE, then
- *       pseudo-random data; not timed), then times: open(O_CREAT|O_TRUNC),
- *       write(2) in 1 MiB calls (the saver's buffer size), fsync(2),
- *       close, fsync of the directory. Prints "write_ms=X".
+ *       Fills a 16 MiB buffer with pseudo-random data (not timed), then
+ *       times: open(O_CREAT|O_TRUNC), write(2) of BYTES in 1 MiB calls
+ *       taken from that buffer over and over, fsync(2), close, fsync of
+ *       the directory. Prints "write_ms=X". The source is small on
+ *       purpose: the only memory the timed part takes is the file's page
+ *       cache, as for the saver (whose own buffers are 4 MiB); a source
+ *       of BYTES freshly touched would take as much again from the VM
+ *       just before, and on this VM that alone decides whether the page
+ *       cache that follows lands on slow memory (docs/benchmarks.md).
  *
  *   baseline fill FILE BYTES
  *       Reads FILE once (to have it in the page cache; not timed), then
@@ -81,12 +86,13 @@ static void read_all(int fd, unsigned char *p, size_t n)
 
 static int do_write(const char *file, size_t n)
 {
-	unsigned char *p = fresh(n, 1);
+	const size_t src = 16u << 20, chunk = 1u << 20;
+	unsigned char *p = fresh(src, 1);
 	uint64_t s = 0x243f6a8885a308d3ull, *w = (uint64_t *)p;
 	char *dcopy = strdup(file);
 	int fd, dfd;
 
-	for (size_t i = 0; i < n / 8; i++) {
+	for (size_t i = 0; i < src / 8; i++) {
 		s ^= s << 13, s ^= s >> 7, s ^= s << 17;
 		w[i] = s;
 	}
@@ -95,8 +101,8 @@ static int do_write(const char *file, size_t n)
 	if (fd < 0)
 		die(file);
 	for (size_t off = 0; off < n;) {
-		size_t want = n - off < (1u << 20) ? n - off : (1u << 20);
-		ssize_t r = write(fd, p + off, want);
+		size_t want = n - off < chunk ? n - off : chunk;
+		ssize_t r = write(fd, p + off % src, want);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)

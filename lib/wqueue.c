@@ -11,7 +11,11 @@
 #include "wqueue.h"
 
 #define NBUF 4
-#define KICK (32ull << 20)	/* start writeback every this many bytes */
+/*
+ * Writeback starts every this many bytes: the final fsync waits for at
+ * most that much (32 MiB cost a 64 MiB checkpoint a quarter of its time).
+ */
+#define KICK (8ull << 20)
 
 struct wqueue {
 	int fd;

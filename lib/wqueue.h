@@ -10,12 +10,13 @@
  * buffers: the caller fills one buffer while the previous ones are
  * written, so reading a process's memory and writing the image overlap.
  * The thread also starts writeback behind itself (sync_file_range), so
- * that the final fsync finds little left to do.
+ * that the final fsync finds little left to do. 1 MiB buffers: larger
+ * ones measured no faster, and are more fresh memory to fault in.
  *
  * Errors of the thread (a full disk) come back from the next wq_submit
  * or wq_drain as -1 with errno set.
  */
-#define WQ_BUF_SIZE (4u << 20)
+#define WQ_BUF_SIZE (1u << 20)
 
 struct wqueue;
 
