@@ -2,7 +2,8 @@
 # saver without --kill leaves the process running (same pid, ticks go
 # on) and its image restores once the original is gone; saver --stop
 # leaves it stopped (state T, no ticks) until SIGCONT, and that image
-# restores into a running process too.
+# restores into a running process too. A saver killed while it writes
+# leaves the process running alone and no image.
 . "$(dirname "$0")/lib.sh"
 
 state_of() { sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status"; }
@@ -63,6 +64,44 @@ grep -q FAIL "$T/stop.out" && fail "program found its memory changed: $(grep FAI
 kill -9 "$RPID"
 wait "$LPID" 2>/dev/null || true
 assert_ticks_continuous "$T/stop.out"
+# --- the saver killed while it writes from the snapshot: the process runs
+# on alone; the copy of it the saver was reading from never runs (it is
+# killed with the saver, PTRACE_O_EXITKILL, and left a zombie of the
+# process, which does not wait for children without exit signal) and no
+# image is left that looks valid
+start "$T/heap.out" "$PROGS/heap" 100000 50
+pid=$PID
+wait_line "$T/heap.out" '^tick 3 '
+# zlib on 64 MiB: the writing takes long enough to be caught in it
+"$SAVER" --compress=zlib -o "$T/heap.ckpt" "$pid" 2>"$T/saver.err" &
+spid=$!
+snap=
+for ((i = 0; i < 2000; i++)); do
+	snap=$(children_of "$pid" | head -n 1)
+	[ -z "$snap" ] && kill -0 "$spid" 2>/dev/null || break
+done
+[ -n "$snap" ] || fail "saw no snapshot of $pid while the saver ran"
+kill -9 "$spid"
+wait "$spid" 2>/dev/null || true
+for ((i = 0; i < 100; i++)); do
+	[ "$(state_of "$snap" 2>/dev/null || echo Z)" = Z ] && break
+	sleep 0.02
+done
+[ "$(state_of "$snap" 2>/dev/null || echo Z)" = Z ] ||
+	fail "the snapshot $snap of $pid is in state $(state_of "$snap") after its saver died"
+# killed (status 9), not dead of running on as a copy (it was SIGSEGV, 11)
+code=$(stat_field "$snap" 52 || echo gone)
+[ "$code" = 9 ] || [ "$code" = gone ] ||
+	fail "the snapshot $snap of $pid ended with status $code, not killed (9) with its saver"
+n=$(last_tick "$T/heap.out")
+wait_line "$T/heap.out" "^tick $((n + 3)) "
+[ "$(pids_in "$T/heap.out")" = "$pid" ] ||
+	fail "ticks from other pids than $pid: $(pids_in "$T/heap.out")"
+grep -q FAIL "$T/heap.out" && fail "program found its memory changed: $(grep FAIL "$T/heap.out")"
+[ ! -e "$T/heap.ckpt" ] || fail "a killed saver left an image $T/heap.ckpt"
+kill -9 "$pid"
+wait "$pid" 2>/dev/null || true
+
 # last: the checks above tell whether the processes work despite a difference
 diff "$T/maps.before" "$T/maps.after" >"$T/maps.diff" ||
 	fail "memory layout changed: $(cat "$T/maps.diff")"
