@@ -261,6 +261,28 @@ restore_with() {
             criu restore -d --shell-job -D "$img" -o restore.log 2>"$err" &
     fi
     LOADER_PID=$!
+    # criu restore -d returns once the program runs: a failed one says so
+    # now, not after wait_line's long timeout
+    if [[ $kind == criu ]]; then
+        for ((i = 0; i < 3000; i++)); do
+            [[ -s $LOADER_RES ]] && break
+            nap 0.1
+        done
+        if [[ ! -s $LOADER_RES ]]; then
+            fail "$WL_NAME: criu restore did not end within 300 s"
+            kill "$LOADER_PID" 2>/dev/null
+            LOADER_PID=''
+            return 1
+        fi
+        wait "$LOADER_PID"
+        LOADER_PID=''
+        res_kv "$LOADER_RES"
+        if [[ ${KV[status]:-} != 0 ]]; then
+            fail "$WL_NAME: criu restore exited ${KV[status]:-?}: $(grep -m3 Error "$img/restore.log")"
+            return 1
+        fi
+        LOADER_RSS=${KV[maxrss_kb]}
+    fi
     # The restored program's first heartbeat, after its long gap.
     if ! wait_line "$WL_LOG" "$n" '^gap '; then
         fail "$WL_NAME: the restored program never ran ($kind): $(tail -n 3 "$err")"
@@ -275,7 +297,7 @@ restore_with() {
     stamp=$READ
     dec $(((end - stamp) / 100000))
     RUNNING=$DEC
-    LOADER_RSS='' RESTORE_STAT=''
+    RESTORE_STAT=''
     if [[ $kind == ibcr ]]; then
         # VmHWM of the loader itself (the program, its child, is not counted).
         read_file "$WORK/loader.pid"
@@ -291,15 +313,6 @@ restore_with() {
         parse_kv "$l"
         RESTORE_STAT=${KV[restore_ms]:-}
         [[ -n $LOADER_RSS ]] || LOADER_RSS=${KV[peak_rss_kb]:-}
-    else
-        wait "$LOADER_PID"
-        LOADER_PID=''
-        res_kv "$LOADER_RES"
-        if [[ ${KV[status]:-} != 0 ]]; then
-            fail "$WL_NAME: criu restore exited ${KV[status]:-?}: $(grep -m3 Error "$img/restore.log")"
-            return 1
-        fi
-        LOADER_RSS=${KV[maxrss_kb]}
     fi
     wl_verify "restore ($kind)" || return 1
     # Whole restore: until the program runs, plus what its first full pass
