@@ -226,19 +226,23 @@ static void print_stats(const struct stats *s, struct target *t, uint32_t n,
 	struct rusage ru;
 	struct stat st;
 	uint64_t pages = 0;
+	uint32_t fixed = 0;
 
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
+		fixed += t[i].vmflags_fixed;
 		for (uint32_t k = 0; k < t[i].ps.nvmas; k++)
 			pages += t[i].ps.vmas[k].data_len;
+	}
 	getrusage(RUSAGE_SELF, &ru);
 	fprintf(stderr, "ibcr-stats: freeze_ms=%.1f capture_ms=%.1f seize_ms=%.1f "
 		"snapshot_ms=%.1f write_ms=%.1f "
-		"total_ms=%.1f image_bytes=%llu page_bytes=%llu peak_rss_kb=%ld\n",
+		"total_ms=%.1f image_bytes=%llu page_bytes=%llu peak_rss_kb=%ld "
+		"vmflags_fixed=%u\n",
 		s->released - s->frozen, s->captured - s->frozen, s->seized - s->frozen,
 		s->snapshotted ? s->snapshotted - s->captured : 0.0,
 		s->written - s->captured, s->written - s->start,
 		stat(out, &st) ? 0ull : (unsigned long long)st.st_size,
-		(unsigned long long)pages, ru.ru_maxrss);
+		(unsigned long long)pages, ru.ru_maxrss, fixed);
 }
 
 int main(int argc, char **argv)

@@ -30,6 +30,7 @@ struct target {
 	struct maps_entry *pre;	/* smaps read before the freeze (vmflags.c) */
 	size_t npre;
 	int vmflags_guessed;	/* vmas' flags from pre, to be verified */
+	uint32_t vmflags_fixed;	/* regions whose guessed flags were wrong */
 	struct ibcr_process_state ps;
 };
 
