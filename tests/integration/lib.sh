@@ -193,3 +193,15 @@ expect_pid() {
 		fail "restored pid $2, original $1 (as root the pid must be kept)"
 	fi
 }
+
+# replace PID IMAGE OUT [N]: kill the original, restart IMAGE (RPID, LPID),
+# expect the same pid, and wait for the tick N (default 2) past the
+# original's last one (KILLED): only the restored process writes that.
+replace() {
+	kill -9 "$1"
+	wait "$1" 2>/dev/null || true
+	KILLED=$(last_tick "$3")
+	restart "$2"
+	expect_pid "$1" "$RPID"
+	wait_line "$3" "^tick $((KILLED + ${4:-2})) "
+}

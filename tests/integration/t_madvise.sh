@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 
 run_mode() {
-	local mode=$1 out=$T/$1.out pid saved killed
+	local mode=$1 out=$T/$1.out pid saved
 	start "$out" "$PROGS/madvise" "$mode" 100 50
 	pid=$PID
 	wait_line "$out" '^tick 3 '
@@ -21,12 +21,7 @@ run_mode() {
 	# the process ran on, and was frozen only for the capture when it could
 	# be snapshot: the write took longer than the freeze then
 	wait_line "$out" "^tick $((saved + 2)) "
-	kill -9 "$pid"
-	wait "$pid" 2>/dev/null || true
-	killed=$(last_tick "$out")
-	restart "$T/$mode.ckpt"
-	expect_pid "$pid" "$RPID"
-	wait_line "$out" "^tick $((killed + 2)) "
+	replace "$pid" "$T/$mode.ckpt" "$out"
 	wait "$LPID" || fail "$mode: restored program exited with status $?: $(tail -n 2 "$out")"
 	grep -q FAIL "$out" && fail "$mode: $(grep FAIL "$out")"
 	grep -q '^DONE' "$out" || fail "$mode: program did not finish"

@@ -52,12 +52,7 @@ sleep 0.5	# a window in which a running counter ticks 10 times
 [ "$(last_tick "$T/stop.out")" = "$n" ] || fail "process ticked while it should be stopped"
 kill -CONT "$pid"
 wait_line "$T/stop.out" "^tick $((n + 2)) pid $pid\$"
-kill -9 "$pid"
-wait "$pid" 2>/dev/null || true
-killed=$(last_tick "$T/stop.out")
-restart "$T/stop.ckpt"
-expect_pid "$pid" "$RPID"
-wait_line "$T/stop.out" "^tick $((killed + 2)) "
+replace "$pid" "$T/stop.ckpt" "$T/stop.out"
 [ "$(state_of "$RPID")" != T ] || fail "process restored from a --stop image is stopped"
 maps "$RPID" >"$T/stop.maps.after"
 grep -q FAIL "$T/stop.out" && fail "program found its memory changed: $(grep FAIL "$T/stop.out")"

@@ -29,13 +29,7 @@ done
 [ -n "$got" ] || fail "none of 60 checkpoints caught a flip between the early smaps read and the freeze (with no /proc file open)"
 note "checkpoint $got: flags of $fixed region(s) corrected after the freeze"
 grep -q FAIL "$T/prog.out" && fail "the running program failed: $(grep FAIL "$T/prog.out")"
-kill -9 "$pid"
-wait "$pid" 2>/dev/null || true
-killed=$(last_tick "$T/prog.out")
-restart "$T/flip.ckpt"
-expect_pid "$pid" "$RPID"
-# only the restored process writes ticks past the original's last one
-wait_line "$T/prog.out" "^tick $((killed + 3)) "
+replace "$pid" "$T/flip.ckpt" "$T/prog.out" 3
 grep -q FAIL "$T/prog.out" && fail "restored program: $(grep FAIL "$T/prog.out")"
 kill -9 "$RPID"
 wait "$LPID" 2>/dev/null || true
