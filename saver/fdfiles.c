@@ -154,3 +154,36 @@ int memfd_check_mapped(const struct target *t, uint32_t n, const struct fobjs *o
 	}
 	return 0;
 }
+
+static int in_checkpoint(const struct target *t, uint32_t n, long id)
+{
+	for (uint32_t k = 0; k < n; k++)
+		for (uint32_t i = 0; i < t[k].nthreads; i++)
+			if (t[k].tids[i] == id)
+				return 1;
+	return 0;
+}
+
+/*
+ * /proc/PID/... of a process being checkpointed (/proc/self/... reads
+ * so): reopened by path at restore it would be another process's file,
+ * or none, the PID being new or taken. Refused.
+ */
+int proc_check_own(const struct target *t, uint32_t n, const struct fobjs *o,
+		   struct ibcr_err *e)
+{
+	for (uint32_t i = 0; i < o->f.nobjs; i++) {
+		const char *path = o->f.paths[i];
+		char *end;
+		long id;
+
+		if (o->f.objs[i].kind != IBCR_FD_REG || strncmp(path, "/proc/", 6))
+			continue;
+		id = strtol(path + 6, &end, 10);
+		if (end != path + 6 && (*end == '/' || !*end) && in_checkpoint(t, n, id))
+			return ibcr_fail(e, "pid %d fd %d: %s is a file of a process in the "
+					 "checkpoint, which a restore gives another pid: not "
+					 "supported", (int)o->rep_pid[i], o->rep_fd[i], path);
+	}
+	return 0;
+}

@@ -47,5 +47,7 @@ int deleted_capture(pid_t pid, int fd, const char *path, struct ibcr_fobj *o,
 /* once every process's memory map is known */
 int memfd_check_mapped(const struct target *t, uint32_t n, const struct fobjs *o,
 		       struct ibcr_err *e);
+int proc_check_own(const struct target *t, uint32_t n, const struct fobjs *o,
+		   struct ibcr_err *e);
 
 #endif

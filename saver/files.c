@@ -435,5 +435,6 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 		if (settle_stdio(t, n, o, i, e))
 			return -1;
 	pty_finish(o);
-	return memfd_check_mapped(t, n, o, e) || epoll_finish(o, e) ? -1 : 0;
+	return memfd_check_mapped(t, n, o, e) || proc_check_own(t, n, o, e) ||
+	       epoll_finish(o, e) ? -1 : 0;
 }

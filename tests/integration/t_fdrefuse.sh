@@ -4,7 +4,8 @@
 # running on: an inotify with an unread event, an epoll whose target is
 # no longer at the fd number it was added with, a deleted file above the
 # size limit, a deleted file that still has another name, a memfd that
-# is also mapped shared (the mapping and the fd would come back apart).
+# is also mapped shared (the mapping and the fd would come back apart), a
+# file under /proc/PID of the process itself (another pid's at restore).
 # And a deleted file whose directory is gone at restore: restart-loader
 # says which, nothing runs; with the directory back, the file comes back
 # with its bytes and offset (tests/progs/fdholder checks).
@@ -38,6 +39,7 @@ refuse epoll-closed "epoll" "fd 4\b" "closed"
 refuse deleted-big "deleted file" "68157440 bytes" "64 MiB"
 refuse deleted-linked "deleted" "other name"
 refuse memfd-sealed "memfd" "sealed against writing" "mapped shared"
+refuse proc-self "/proc/[0-9]+/stat" "process in the checkpoint"
 [ ${#problems[@]} = 0 ] || fail "$(printf '%s\n' "${problems[@]}")"
 
 # deleted file, its directory gone at restore, then back

@@ -6,6 +6,8 @@
  *
  *   pidfd           a pidfd of itself (not supported)
  *   netlink         a netlink (route) socket (not supported)
+ *   proc-self       /proc/self/stat (not supported: a file of the process
+ *                   itself, which a restore gives another pid or none)
  *   eventfd         an eventfd (supported)
  *   inotify-unread  an inotify watching the directory, in which it then
  *                   creates "new": an event nobody read
@@ -103,6 +105,9 @@ int main(int argc, char **argv)
 			return 2;
 	} else if (!strcmp(argv[1], "netlink")) {
 		if (socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE) != 3)
+			return 2;
+	} else if (!strcmp(argv[1], "proc-self")) {
+		if (open("/proc/self/stat", O_RDONLY) != 3)
 			return 2;
 	} else if (hold_file(argv[1])) {
 		return 2;

@@ -97,9 +97,9 @@ int main(int argc, char **argv)
 		}
 		flips++;
 		/*
-		 * Half the time without smaps open: an image that holds that
-		 * descriptor cannot be restored (the loader opens files
-		 * before the process exists), and the test needs one that can.
+		 * Half the time without smaps open: the saver refuses a
+		 * process holding a file of its own under /proc, and the test
+		 * needs checkpoints that succeed.
 		 */
 		for (double t = now_ms() + 0.5; now_ms() < t;)
 			;
