@@ -67,10 +67,10 @@ else
 fi
 GUEST_S=${IBCR_BENCH_GUEST_S:-270}
 HOST_PLAN=(
-    'inc-64M-1t|0.3|ibcr:3-7 ibcr-zstd:2-3 ibcr-zlib:2-3|-k incompressible -s 64M -t 1'
-    'inc-64M-4t|0.3|ibcr:3-7 ibcr-zstd:1-3 ibcr-zlib:1-3|-k incompressible -s 64M -t 4'
-    'inc-1G-1t|1.2|ibcr:2-5 ibcr-zstd:1-3 ibcr-zlib:1-2|-k incompressible -s 1G -t 1'
-    'inc-1G-4t|0.8|ibcr:2-5 ibcr-zstd:1-3 ibcr-zlib:0-1|-k incompressible -s 1G -t 4'
+    'inc-64M-1t|0.3|ibcr:5-15 ibcr-zstd:2-3 ibcr-zlib:2-3|-k incompressible -s 64M -t 1'
+    'inc-64M-4t|0.3|ibcr:5-15 ibcr-zstd:1-3 ibcr-zlib:1-3|-k incompressible -s 64M -t 4'
+    'inc-1G-1t|1.2|ibcr:3-7 ibcr-zstd:1-3 ibcr-zlib:1-2|-k incompressible -s 1G -t 1'
+    'inc-1G-4t|0.8|ibcr:3-7 ibcr-zstd:1-3 ibcr-zlib:0-1|-k incompressible -s 1G -t 4'
     'inc-4G-1t|3.0|ibcr:2-3 ibcr-zstd:1-2|-k incompressible -s 4G -t 1'
     'inc-4G-4t|2.0|ibcr:1-3 ibcr-zstd:0-1|-k incompressible -s 4G -t 4'
     'sparse-16G-5pct|1.0|ibcr:2-5 ibcr-zstd:1-3 ibcr-zlib:0-2|-k sparse -m 16G -f 5 -t 1'
