@@ -127,54 +127,96 @@ int pages_help(struct pages *pg, uint32_t idx, uint64_t from, struct ibcr_err *e
  */
 #define UFFD_WINDOW (4ul << 20)
 
+/* 1: met a page the core had put there (EEXIST: skipped), 0: not, -1: error */
 static int copy_in(int ufd, uint64_t dst, uint64_t src, uint64_t len)
 {
+	int met = 0;
+
 	while (len) {
 		struct uffdio_copy c = { .dst = dst, .src = src, .len = len };
 		int rc = ioctl(ufd, UFFDIO_COPY, &c);
 
+		if (c.copy == -EEXIST)
+			c.copy = getpagesize(), met = 1;
 		if (c.copy > 0) {
 			dst += (uint64_t)c.copy;
 			src += (uint64_t)c.copy;
 			len -= (uint64_t)c.copy;
+			continue;
 		}
-		if (rc && errno != EAGAIN && c.copy <= 0)
+		if (rc && errno != EAGAIN)
 			return -1;
 	}
-	return 0;
+	return met;
 }
 
+/* The data of window [pos, end) in place; 1: the core had been there too. */
+static int uffd_window(struct pages *pg, const struct ibcr_vma *v, uint64_t pos, uint64_t end,
+		       uint64_t r, uint64_t run_pos, int ufd)
+{
+	const struct ibcr_process_state *ps = pg->ps;
+	uint64_t size = (uint64_t)getpagesize(), len = end - pos;
+	uint8_t *win = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, pg->img_fd,
+			    (off_t)(ps->pages_off + v->data_off + pos));
+	int met = 0;
+
+	if (win == MAP_FAILED)
+		return -1;
+	for (uint64_t at = pos; at < end && met >= 0; ) {
+		uint64_t run_len, k;
+		int rc;
+
+		while (run_pos + ps->runs[r].npages * size <= at)
+			run_pos += ps->runs[r++].npages * size;
+		run_len = ps->runs[r].npages * size;
+		k = run_pos + run_len - at < end - at ? run_pos + run_len - at : end - at;
+		rc = copy_in(ufd, ps->runs[r].addr + (at - run_pos),
+			     (uint64_t)(uintptr_t)(win + (at - pos)), k);
+		met = rc < 0 ? -1 : met | rc;
+		at += k;
+	}
+	munmap(win, len);
+	return met;
+}
+
+/*
+ * The core fills the region from the start up, a window at a time
+ * (core/uffd.c), we from the end down, with the same windows, until a
+ * window where one finds pages the other has put there: each finishes
+ * that window and stops, so every page is copied once and the work is
+ * shared by speed, not by a fixed split.
+ */
 static int uffd_windows(struct pages *pg, const struct ibcr_vma *v, uint64_t from, int ufd)
 {
 	const struct ibcr_process_state *ps = pg->ps;
-	uint64_t size = (uint64_t)getpagesize(), r = v->run0, run_pos = 0;
+	uint64_t size = (uint64_t)getpagesize(), nwin, r = v->run0, run_pos = 0;
+	uint64_t *first_run, *first_pos;
+	int met = 0;
 
-	for (uint64_t pos = from; pos < v->data_len; ) {
-		uint64_t len = v->data_len - pos < UFFD_WINDOW ? v->data_len - pos : UFFD_WINDOW;
-		uint64_t end = pos + len;
-		uint8_t *win = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, pg->img_fd,
-				    (off_t)(ps->pages_off + v->data_off + pos));
-
-		if (win == MAP_FAILED)
-			return -1;
-		for (uint64_t at = pos; at < end; ) {
-			uint64_t run_len, k;
-
-			while (run_pos + ps->runs[r].npages * size <= at)
-				run_pos += ps->runs[r++].npages * size;
-			run_len = ps->runs[r].npages * size;
-			k = run_pos + run_len - at < end - at ? run_pos + run_len - at : end - at;
-			if (copy_in(ufd, ps->runs[r].addr + (at - run_pos),
-				    (uint64_t)(uintptr_t)(win + (at - pos)), k)) {
-				munmap(win, len);
-				return -1;
-			}
-			at += k;
-		}
-		munmap(win, len);
-		pos = end;
+	if (v->data_len <= from)
+		return 0;
+	nwin = (v->data_len - 1) / UFFD_WINDOW + 1;
+	first_run = xmalloc(nwin * sizeof(*first_run));
+	first_pos = xmalloc(nwin * sizeof(*first_pos));
+	/* the run each window starts in, found in one pass */
+	for (uint64_t w = 0; w < nwin; w++) {
+		while (run_pos + ps->runs[r].npages * size <= w * UFFD_WINDOW)
+			run_pos += ps->runs[r++].npages * size;
+		first_run[w] = r;
+		first_pos[w] = run_pos;
 	}
-	return 0;
+	for (uint64_t w = nwin; w-- > from / UFFD_WINDOW && !met; ) {
+		uint64_t pos = w * UFFD_WINDOW, end = pos + UFFD_WINDOW;
+
+		if (pos < from)
+			pos = from;
+		if (end > v->data_len)
+			end = v->data_len;
+		met = uffd_window(pg, v, pos, end, first_run[w], first_pos[w], ufd);
+	}
+	free(first_run);
+	free(first_pos);
+	return met < 0 ? -1 : 0;
 }
 
 int pages_help_uffd(struct pages *pg, uint32_t idx, uint64_t from, int fd,

@@ -26,8 +26,7 @@ __attribute__((noreturn)) void core_start_threads(struct plan *p);
 
 /* uffd.c: a region filled with UFFDIO_COPY (no zeroing first) */
 int uffd_open(struct plan *p, const struct plan_vma *v);
-uint32_t uffd_fill(struct plan *p, const struct plan_vma *v, int fd, uint64_t from,
-		   uint64_t to, uint32_t sum);
+uint32_t uffd_fill(struct plan *p, const struct plan_vma *v, int fd, uint64_t *upto);
 void uffd_close(struct plan *p, const struct plan_vma *v, int fd);
 
 /* arch/<arch>/core_arch.c */

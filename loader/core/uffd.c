@@ -22,6 +22,7 @@
 #define WINDOW (4ul << 20)
 #define CORE_O_CLOEXEC 02000000
 #define CORE_EAGAIN 11
+#define CORE_EEXIST 17
 
 static long uffd_ioctl(int fd, unsigned long req, void *arg)
 {
@@ -61,36 +62,53 @@ void uffd_close(struct plan *p, const struct plan_vma *v, int fd)
 	sys_close(fd);
 }
 
-static void copy_in(struct plan *p, const struct plan_vma *v, int fd, uint64_t dst,
-		    uint64_t src, uint64_t len)
+/*
+ * UFFDIO_COPY of [dst, dst + len), skipping pages that are there already
+ * (EEXIST: the loader, filling from the other end, got there first);
+ * returns whether it met any.
+ */
+static int copy_in(struct plan *p, const struct plan_vma *v, int fd, uint64_t dst,
+		   uint64_t src, uint64_t len)
 {
+	int met = 0;
+
 	while (len) {
 		struct uffdio_copy c = { .dst = dst, .src = src, .len = len };
 		long rc = uffd_ioctl(fd, UFFDIO_COPY, &c);
 
+		if (c.copy == -CORE_EEXIST)
+			c.copy = (int64_t)p->page_size, met = 1;
 		if (c.copy > 0) {
 			dst += (uint64_t)c.copy;
 			src += (uint64_t)c.copy;
 			len -= (uint64_t)c.copy;
+			continue;
 		}
-		if (rc && rc != -CORE_EAGAIN && c.copy <= 0)
+		if (rc && rc != -CORE_EAGAIN)
 			core_die(p, "region %#lx-%#lx (%s): copying page data in at %#lx: "
 				 "error %ld", (unsigned long)v->start, (unsigned long)v->end,
 				 v->name, (unsigned long)dst, -rc);
 	}
+	return met;
 }
 
 /*
- * The region's page data [from, to) (stream offsets, page multiples) in
- * place, summed on from `sum` in order; returns the sum.
+ * The region's page data from the start on, a window at a time, until a
+ * window in which the loader (filling from the end down, pagehelp.c) had
+ * been first: every page is copied once, by whichever side gets to it
+ * first, so the work splits itself whatever each side's speed. Returns
+ * the sum of the windows done; *upto is where they end (the data from
+ * there on is in place once the loader answers).
  */
-uint32_t uffd_fill(struct plan *p, const struct plan_vma *v, int fd, uint64_t from,
-		   uint64_t to, uint32_t sum)
+uint32_t uffd_fill(struct plan *p, const struct plan_vma *v, int fd, uint64_t *upto)
 {
-	uint64_t r = 0, run_pos = 0;	/* run r starts at stream offset run_pos */
+	uint64_t r = 0, run_pos = 0, pos = 0;	/* run r starts at stream offset run_pos */
+	uint32_t sum = 0;
+	int met = 0;
 
-	for (uint64_t pos = from; pos < to; ) {
-		uint64_t len = to - pos < WINDOW ? to - pos : WINDOW, end = pos + len;
+	while (pos < v->data_len && !met) {
+		uint64_t len = v->data_len - pos < WINDOW ? v->data_len - pos : WINDOW;
+		uint64_t end = pos + len;
 		long win = sys_mmap(0, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, p->img_fd,
 				    v->data_off + pos);
 
@@ -105,13 +123,14 @@ uint32_t uffd_fill(struct plan *p, const struct plan_vma *v, int fd, uint64_t fr
 				run_pos += v->runs[r++].npages * p->page_size;
 			run_len = v->runs[r].npages * p->page_size;
 			k = run_pos + run_len - at < end - at ? run_pos + run_len - at : end - at;
-			copy_in(p, v, fd, v->runs[r].addr + (at - run_pos),
-				(uint64_t)win + (at - pos), k);
+			met |= copy_in(p, v, fd, v->runs[r].addr + (at - run_pos),
+				       (uint64_t)win + (at - pos), k);
 			at += k;
 		}
 		sum = page_sum(sum, (const void *)win, len, p->page_size);
 		sys_munmap((uint64_t)win, len);
 		pos = end;
 	}
+	*upto = pos;
 	return sum;
 }
