@@ -252,13 +252,14 @@ restore_with() {
     count_lines "$WL_LOG"
     local n=$NLINES
     LOADER_RES=$WORK/loader.res
-    rm -f "$LOADER_RES" "$WORK/loader.pid" "$WORK/stamp"
+    rm -f "$LOADER_RES" "$WORK/loader.pid" "$WORK/stamp" "$WORK/criu.pid"
     if [[ $kind == ibcr ]]; then
         "$BIN/benchexec" -s "$WORK/stamp" -p "$WORK/loader.pid" -o "$LOADER_RES" -- \
             "$IBCR/restart-loader" --stats "$img" 2>"$err" &
     else
         "$BIN/benchexec" -s "$WORK/stamp" -o "$LOADER_RES" -- \
-            criu restore -d --shell-job -D "$img" -o restore.log 2>"$err" &
+            criu restore -d --shell-job -D "$img" -o restore.log \
+            --pidfile "$WORK/criu.pid" 2>"$err" &
     fi
     LOADER_PID=$!
     # criu restore -d returns once the program runs: a failed one says so
@@ -285,6 +286,7 @@ restore_with() {
     fi
     # The restored program's first heartbeat, after its long gap.
     if ! wait_line "$WL_LOG" "$n" '^gap '; then
+        [[ $kind == criu ]] && criu_evidence "$img"
         fail "$WL_NAME: the restored program never ran ($kind): $(tail -n 3 "$err")"
         kill "$LOADER_PID" 2>/dev/null
         LOADER_PID=''
@@ -326,6 +328,19 @@ restore_with() {
     ((x < 0)) && x=0
     dec $((r + x))
     WHOLE=$DEC
+}
+
+# criu_evidence IMG: what a CRIU restore that returned 0 left, when its
+# program never runs: the end of its log, the restored process's state
+# (it happened twice; see docs/benchmarks.md, CRIU).
+criu_evidence() {
+    local pid=''
+    say "bench: criu restore.log ends:"
+    tail -n 8 "$1/restore.log" >&2
+    read_file "$WORK/criu.pid"
+    pid=$READ
+    [[ -n $pid && -r /proc/$pid/status ]] || { say "bench: restored pid ${pid:-?} is gone"; return; }
+    say "bench: restored pid $pid: $(grep -E '^(State|SigPnd|ShdPnd|SigBlk)' "/proc/$pid/status" | tr '\n\t' '  ')wchan $(cat "/proc/$pid/wchan" 2>/dev/null)"
 }
 
 # settle: what deleting a file left to do is done before the next timed
