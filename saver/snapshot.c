@@ -62,8 +62,10 @@ int snapshot_create(struct target *t, struct ibcr_err *e)
 	while (waitpid(t->mem_pid, &st, __WALL) < 0 && errno == EINTR)
 		;	/* its first stop, before it ever runs */
 	/* if the saver dies, the copy must die too, never run on */
-	ptrace(PTRACE_SETOPTIONS, t->mem_pid, 0,
-	       (void *)(long)(PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL));
+	if (ptrace(PTRACE_SETOPTIONS, t->mem_pid, 0,
+		   (void *)(long)(PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL)))
+		return ibcr_fail_errno(e, errno, "pid %d: PTRACE_SETOPTIONS on its snapshot %d",
+				       (int)t->pid, (int)t->mem_pid);
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)t->mem_pid);
 	close(t->memfd);
 	t->memfd = open(path, O_RDONLY | O_CLOEXEC);
