@@ -165,8 +165,8 @@ static int in_checkpoint(const struct target *t, uint32_t n, long id)
 }
 
 /*
- * /proc/PID/... of a process being checkpointed (/proc/self/... reads
- * so): reopened by path at restore it would be another process's file,
+ * A file or directory under /proc/PID/ of a process being checkpointed
+ * (/proc/self/... reads so): reopened by path at restore it would be another process's file,
  * or none, the PID being new or taken. Refused.
  */
 int proc_check_own(const struct target *t, uint32_t n, const struct fobjs *o,
@@ -177,7 +177,8 @@ int proc_check_own(const struct target *t, uint32_t n, const struct fobjs *o,
 		char *end;
 		long id;
 
-		if (o->f.objs[i].kind != IBCR_FD_REG || strncmp(path, "/proc/", 6))
+		if ((o->f.objs[i].kind != IBCR_FD_REG && o->f.objs[i].kind != IBCR_FD_DIR) ||
+		    strncmp(path, "/proc/", 6))
 			continue;
 		id = strtol(path + 6, &end, 10);
 		if (end != path + 6 && (*end == '/' || !*end) && in_checkpoint(t, n, id))

@@ -40,6 +40,7 @@ refuse deleted-big "deleted file" "68157440 bytes" "64 MiB"
 refuse deleted-linked "deleted" "other name"
 refuse memfd-sealed "memfd" "sealed against writing" "mapped shared"
 refuse proc-self "/proc/[0-9]+/stat" "process in the checkpoint"
+refuse proc-self-dir "/proc/[0-9]+/fd\b" "process in the checkpoint"
 [ ${#problems[@]} = 0 ] || fail "$(printf '%s\n' "${problems[@]}")"
 
 # deleted file, its directory gone at restore, then back

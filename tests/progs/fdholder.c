@@ -8,6 +8,7 @@
  *   netlink         a netlink (route) socket (not supported)
  *   proc-self       /proc/self/stat (not supported: a file of the process
  *                   itself, which a restore gives another pid or none)
+ *   proc-self-dir   /proc/self/fd, a directory (not supported either)
  *   eventfd         an eventfd (supported)
  *   inotify-unread  an inotify watching the directory, in which it then
  *                   creates "new": an event nobody read
@@ -108,6 +109,9 @@ int main(int argc, char **argv)
 			return 2;
 	} else if (!strcmp(argv[1], "proc-self")) {
 		if (open("/proc/self/stat", O_RDONLY) != 3)
+			return 2;
+	} else if (!strcmp(argv[1], "proc-self-dir")) {
+		if (open("/proc/self/fd", O_RDONLY | O_DIRECTORY) != 3)
 			return 2;
 	} else if (hold_file(argv[1])) {
 		return 2;
