@@ -32,15 +32,17 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Whether the region starting at p shows VmFlags mnemonic `flag`. */
+/* Whether the region starting at p shows VmFlags mnemonic `flag` (-1: no such region). */
 static int has_flag(const void *p, const char *flag)
 {
 	char line[512], head[32];
 	int in = 0, found = 0;
 	FILE *f = fopen("/proc/self/smaps", "r");
 
-	if (!f)
-		return -1;
+	if (!f) {
+		printf("FAIL opening /proc/self/smaps: %s\n", strerror(errno));
+		exit(1);
+	}
 	snprintf(head, sizeof(head), "%lx-", (unsigned long)(uintptr_t)p);
 	while (fgets(line, sizeof(line), f)) {
 		if (!strncmp(line, head, strlen(head)))
