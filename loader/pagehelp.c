@@ -127,30 +127,34 @@ int pages_help(struct pages *pg, uint32_t idx, uint64_t from, struct ibcr_err *e
  */
 #define UFFD_WINDOW (4ul << 20)
 
-/* 1: met a page the core had put there (EEXIST: skipped), 0: not, -1: error */
-static int copy_in(int ufd, uint64_t dst, uint64_t src, uint64_t len)
+/*
+ * UFFDIO_COPY up to the first page the core put there first (EEXIST);
+ * returns the bytes copied, or -1 on another error.
+ */
+static int64_t copy_in(int ufd, uint64_t dst, uint64_t src, uint64_t len)
 {
-	int met = 0;
+	uint64_t done = 0;
 
-	while (len) {
-		struct uffdio_copy c = { .dst = dst, .src = src, .len = len };
+	while (done < len) {
+		struct uffdio_copy c = { .dst = dst + done, .src = src + done, .len = len - done };
 		int rc = ioctl(ufd, UFFDIO_COPY, &c);
 
-		if (c.copy == -EEXIST)
-			c.copy = getpagesize(), met = 1;
 		if (c.copy > 0) {
-			dst += (uint64_t)c.copy;
-			src += (uint64_t)c.copy;
-			len -= (uint64_t)c.copy;
+			done += (uint64_t)c.copy;
 			continue;
 		}
+		if (c.copy == -EEXIST)
+			break;
 		if (rc && errno != EAGAIN)
 			return -1;
 	}
-	return met;
+	return (int64_t)done;
 }
 
-/* The data of window [pos, end) in place; 1: the core had been there too. */
+/*
+ * The data of window [pos, end) in place, from its first page up, until
+ * a page the core had put there; 1: met one, 0: not, -1: error.
+ */
 static int uffd_window(struct pages *pg, const struct ibcr_vma *v, uint64_t pos, uint64_t end,
 		       uint64_t r, uint64_t run_pos, int ufd)
 {
@@ -162,17 +166,17 @@ static int uffd_window(struct pages *pg, const struct ibcr_vma *v, uint64_t pos,
 
 	if (win == MAP_FAILED)
 		return -1;
-	for (uint64_t at = pos; at < end && met >= 0; ) {
+	for (uint64_t at = pos; at < end && !met; ) {
 		uint64_t run_len, k;
-		int rc;
+		int64_t done;
 
 		while (run_pos + ps->runs[r].npages * size <= at)
 			run_pos += ps->runs[r++].npages * size;
 		run_len = ps->runs[r].npages * size;
 		k = run_pos + run_len - at < end - at ? run_pos + run_len - at : end - at;
-		rc = copy_in(ufd, ps->runs[r].addr + (at - run_pos),
-			     (uint64_t)(uintptr_t)(win + (at - pos)), k);
-		met = rc < 0 ? -1 : met | rc;
+		done = copy_in(ufd, ps->runs[r].addr + (at - run_pos),
+			       (uint64_t)(uintptr_t)(win + (at - pos)), k);
+		met = done < 0 ? -1 : (uint64_t)done < k;
 		at += k;
 	}
 	munmap(win, len);
@@ -181,10 +185,11 @@ static int uffd_window(struct pages *pg, const struct ibcr_vma *v, uint64_t pos,
 
 /*
  * The core fills the region from the start up, a window at a time
- * (core/uffd.c), we from the end down, with the same windows, until a
- * window where one finds pages the other has put there: each finishes
- * that window and stops, so every page is copied once and the work is
- * shared by speed, not by a fixed split.
+ * (core/uffd.c), we from the end down, with the same windows, each
+ * going up within a window, until one finds a page the other put there
+ * and stops: whoever copies a window's first page first does that whole
+ * window, so every page is copied once and the work is shared by speed,
+ * not by a fixed split.
  */
 static int uffd_windows(struct pages *pg, const struct ibcr_vma *v, uint64_t from, int ufd)
 {

@@ -265,9 +265,13 @@ static uint32_t fill_together(struct plan *p, const struct plan_vma *v)
 		core_die(p, "region %#lx-%#lx (%s): the loader filled part of it, then said "
 			 "it could not", (unsigned long)v->start, (unsigned long)v->end,
 			 v->name);
-	sum = sum_rest(p, v, lim, sum);
+	/*
+	 * Unregistered first: a page nobody filled then reads as zeros and
+	 * fails the sum, where under the userfaultfd our read would wait
+	 * forever for a fault nobody serves.
+	 */
 	uffd_close(p, v, uffd);
-	return sum;
+	return sum_rest(p, v, lim, sum);
 }
 
 /*

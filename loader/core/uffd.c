@@ -63,42 +63,43 @@ void uffd_close(struct plan *p, const struct plan_vma *v, int fd)
 }
 
 /*
- * UFFDIO_COPY of [dst, dst + len), skipping pages that are there already
- * (EEXIST: the loader, filling from the other end, got there first);
- * returns whether it met any.
+ * UFFDIO_COPY of [dst, dst + len) up to the first page that is there
+ * already (EEXIST: the loader, filling from the other end, got there
+ * first); returns how many bytes were copied.
  */
-static int copy_in(struct plan *p, const struct plan_vma *v, int fd, uint64_t dst,
-		   uint64_t src, uint64_t len)
+static uint64_t copy_in(struct plan *p, const struct plan_vma *v, int fd, uint64_t dst,
+			uint64_t src, uint64_t len)
 {
-	int met = 0;
+	uint64_t done = 0;
 
-	while (len) {
-		struct uffdio_copy c = { .dst = dst, .src = src, .len = len };
+	while (done < len) {
+		struct uffdio_copy c = { .dst = dst + done, .src = src + done, .len = len - done };
 		long rc = uffd_ioctl(fd, UFFDIO_COPY, &c);
 
-		if (c.copy == -CORE_EEXIST)
-			c.copy = (int64_t)p->page_size, met = 1;
 		if (c.copy > 0) {
-			dst += (uint64_t)c.copy;
-			src += (uint64_t)c.copy;
-			len -= (uint64_t)c.copy;
+			done += (uint64_t)c.copy;
 			continue;
 		}
+		if (c.copy == -CORE_EEXIST)
+			break;
 		if (rc && rc != -CORE_EAGAIN)
 			core_die(p, "region %#lx-%#lx (%s): copying page data in at %#lx: "
 				 "error %ld", (unsigned long)v->start, (unsigned long)v->end,
-				 v->name, (unsigned long)dst, -rc);
+				 v->name, (unsigned long)(dst + done), -rc);
 	}
-	return met;
+	return done;
 }
 
 /*
- * The region's page data from the start on, a window at a time, until a
- * window in which the loader (filling from the end down, pagehelp.c) had
- * been first: every page is copied once, by whichever side gets to it
- * first, so the work splits itself whatever each side's speed. Returns
- * the sum of the windows done; *upto is where they end (the data from
- * there on is in place once the loader answers).
+ * The region's page data from the start on, a window at a time, until
+ * the first page the loader (filling from the end down, pagehelp.c) put
+ * there first. Both sides go up within a window and the loader starts
+ * each of its windows at the window's first page, so whoever copies that
+ * page first does the whole window and the other stops there: every page
+ * is copied once, and no page is copied only to be refused (an EEXIST
+ * costs UFFDIO_COPY a page allocation and a copy). Returns the sum of
+ * what we did; *upto is where that ends (the data from there on is in
+ * place once the loader answers).
  */
 uint32_t uffd_fill(struct plan *p, const struct plan_vma *v, int fd, uint64_t *upto)
 {
@@ -108,7 +109,7 @@ uint32_t uffd_fill(struct plan *p, const struct plan_vma *v, int fd, uint64_t *u
 
 	while (pos < v->data_len && !met) {
 		uint64_t len = v->data_len - pos < WINDOW ? v->data_len - pos : WINDOW;
-		uint64_t end = pos + len;
+		uint64_t end = pos + len, at = pos;
 		long win = sys_mmap(0, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, p->img_fd,
 				    v->data_off + pos);
 
@@ -116,20 +117,21 @@ uint32_t uffd_fill(struct plan *p, const struct plan_vma *v, int fd, uint64_t *u
 			core_die(p, "image %s: mapping the data of region %#lx-%#lx (%s): "
 				 "error %ld", p->image_path, (unsigned long)v->start,
 				 (unsigned long)v->end, v->name, -win);
-		for (uint64_t at = pos; at < end; ) {
-			uint64_t run_len, k;
+		while (at < end && !met) {
+			uint64_t run_len, k, done;
 
 			while (run_pos + v->runs[r].npages * p->page_size <= at)
 				run_pos += v->runs[r++].npages * p->page_size;
 			run_len = v->runs[r].npages * p->page_size;
 			k = run_pos + run_len - at < end - at ? run_pos + run_len - at : end - at;
-			met |= copy_in(p, v, fd, v->runs[r].addr + (at - run_pos),
+			done = copy_in(p, v, fd, v->runs[r].addr + (at - run_pos),
 				       (uint64_t)win + (at - pos), k);
-			at += k;
+			met = done < k;
+			at += done;
 		}
-		sum = page_sum(sum, (const void *)win, len, p->page_size);
+		sum = page_sum(sum, (const void *)win, at - pos, p->page_size);
 		sys_munmap((uint64_t)win, len);
-		pos = end;
+		pos = at;
 	}
 	*upto = pos;
 	return sum;
