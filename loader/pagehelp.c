@@ -126,6 +126,9 @@ int pages_help(struct pages *pg, uint32_t idx, uint64_t from, struct ibcr_err *e
  * memory whoever calls them.
  */
 #define UFFD_WINDOW (4ul << 20)
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22	/* Linux 5.14; musl's headers lack it */
+#endif
 
 /*
  * UFFDIO_COPY up to the first page the core put there first (EEXIST);
@@ -153,19 +156,18 @@ static int64_t copy_in(int ufd, uint64_t dst, uint64_t src, uint64_t len)
 
 /*
  * The data of window [pos, end) in place, from its first page up, until
- * a page the core had put there; 1: met one, 0: not, -1: error.
+ * a page the core had put there; 1: met one, 0: not, -1: error. `data`
+ * maps the region's data; the window's page tables are filled first and
+ * dropped after, so our RSS grows by a window, not by the region.
  */
-static int uffd_window(struct pages *pg, const struct ibcr_vma *v, uint64_t pos, uint64_t end,
+static int uffd_window(struct pages *pg, const uint8_t *data, uint64_t pos, uint64_t end,
 		       uint64_t r, uint64_t run_pos, int ufd)
 {
 	const struct ibcr_process_state *ps = pg->ps;
-	uint64_t size = (uint64_t)getpagesize(), len = end - pos;
-	uint8_t *win = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, pg->img_fd,
-			    (off_t)(ps->pages_off + v->data_off + pos));
+	uint64_t size = (uint64_t)getpagesize();
 	int met = 0;
 
-	if (win == MAP_FAILED)
-		return -1;
+	madvise((void *)(data + pos), end - pos, MADV_POPULATE_READ);	/* < 5.14: faults */
 	for (uint64_t at = pos; at < end && !met; ) {
 		uint64_t run_len, k;
 		int64_t done;
@@ -175,11 +177,11 @@ static int uffd_window(struct pages *pg, const struct ibcr_vma *v, uint64_t pos,
 		run_len = ps->runs[r].npages * size;
 		k = run_pos + run_len - at < end - at ? run_pos + run_len - at : end - at;
 		done = copy_in(ufd, ps->runs[r].addr + (at - run_pos),
-			       (uint64_t)(uintptr_t)(win + (at - pos)), k);
+			       (uint64_t)(uintptr_t)(data + at), k);
 		met = done < 0 ? -1 : (uint64_t)done < k;
 		at += k;
 	}
-	munmap(win, len);
+	madvise((void *)(data + pos), end - pos, MADV_DONTNEED);
 	return met;
 }
 
@@ -196,10 +198,15 @@ static int uffd_windows(struct pages *pg, const struct ibcr_vma *v, uint64_t fro
 	const struct ibcr_process_state *ps = pg->ps;
 	uint64_t size = (uint64_t)getpagesize(), nwin, r = v->run0, run_pos = 0;
 	uint64_t *first_run, *first_pos;
+	uint8_t *data;
 	int met = 0;
 
 	if (v->data_len <= from)
 		return 0;
+	data = mmap(NULL, v->data_len, PROT_READ, MAP_PRIVATE, pg->img_fd,
+		    (off_t)(ps->pages_off + v->data_off));
+	if (data == MAP_FAILED)
+		return -1;
 	nwin = (v->data_len - 1) / UFFD_WINDOW + 1;
 	first_run = xmalloc(nwin * sizeof(*first_run));
 	first_pos = xmalloc(nwin * sizeof(*first_pos));
@@ -217,8 +224,9 @@ static int uffd_windows(struct pages *pg, const struct ibcr_vma *v, uint64_t fro
 			pos = from;
 		if (end > v->data_len)
 			end = v->data_len;
-		met = uffd_window(pg, v, pos, end, first_run[w], first_pos[w], ufd);
+		met = uffd_window(pg, data, pos, end, first_run[w], first_pos[w], ufd);
 	}
+	munmap(data, v->data_len);
 	free(first_run);
 	free(first_pos);
 	return met < 0 ? -1 : 0;

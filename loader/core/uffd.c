@@ -106,17 +106,24 @@ uint32_t uffd_fill(struct plan *p, const struct plan_vma *v, int fd, uint64_t *u
 	uint64_t r = 0, run_pos = 0, pos = 0;	/* run r starts at stream offset run_pos */
 	uint32_t sum = 0;
 	int met = 0;
+	/*
+	 * The region's data mapped once, its page tables filled and dropped
+	 * a window at a time: an mmap and a munmap per window took our mm's
+	 * lock for writing, stalling the loader's copies into it meanwhile
+	 * (1 GiB in the TCG guest: 3.6 -> 3.3 s).
+	 */
+	long src = sys_mmap(0, v->data_len, PROT_READ, MAP_PRIVATE, p->img_fd, v->data_off);
 
+	if (src < 0 && src > -4096)
+		core_die(p, "image %s: mapping the data of region %#lx-%#lx (%s): error %ld",
+			 p->image_path, (unsigned long)v->start, (unsigned long)v->end, v->name,
+			 -src);
 	while (pos < v->data_len && !met) {
 		uint64_t len = v->data_len - pos < WINDOW ? v->data_len - pos : WINDOW;
 		uint64_t end = pos + len, at = pos;
-		long win = sys_mmap(0, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, p->img_fd,
-				    v->data_off + pos);
 
-		if (win < 0 && win > -4096)
-			core_die(p, "image %s: mapping the data of region %#lx-%#lx (%s): "
-				 "error %ld", p->image_path, (unsigned long)v->start,
-				 (unsigned long)v->end, v->name, -win);
+		/* before 5.14 EINVAL: the copy then faults the window in */
+		sys_madvise((uint64_t)src + pos, len, MADV_POPULATE_READ);
 		while (at < end && !met) {
 			uint64_t run_len, k, done;
 
@@ -125,14 +132,16 @@ uint32_t uffd_fill(struct plan *p, const struct plan_vma *v, int fd, uint64_t *u
 			run_len = v->runs[r].npages * p->page_size;
 			k = run_pos + run_len - at < end - at ? run_pos + run_len - at : end - at;
 			done = copy_in(p, v, fd, v->runs[r].addr + (at - run_pos),
-				       (uint64_t)win + (at - pos), k);
+				       (uint64_t)src + at, k);
 			met = done < k;
 			at += done;
 		}
-		sum = page_sum(sum, (const void *)win, at - pos, p->page_size);
-		sys_munmap((uint64_t)win, len);
+		sum = page_sum(sum, (const void *)(src + pos), at - pos, p->page_size);
+		/* its page tables go too: our RSS grows by a window, not by the region */
+		sys_madvise((uint64_t)src + pos, len, MADV_DONTNEED);
 		pos = at;
 	}
+	sys_munmap((uint64_t)src, v->data_len);
 	*upto = pos;
 	return sum;
 }
