@@ -167,6 +167,7 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 		if (write_meta(&w, i, &t[i], e) ||
 		    write_memory(&t[i], i, &w, c->codec, c->level, e))
 			goto fail;
+		snapshot_kill(&t[i]);
 		enc_vmas(&b, &t[i].ps);
 		if (imgw_section(&w, IBCR_SEC_VMAS, i, NULL, b.p, b.len, e) ||
 		    verbs_write_section(&t[i], i, &w, e))

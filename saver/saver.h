@@ -109,6 +109,7 @@ int sysvipc_capture(const struct target *t, uint32_t n, int all, struct ibcr_sys
 
 /* snapshot.c: a copy-on-write copy to write the image from */
 int snapshot_create(struct target *t, struct ibcr_err *e);
+void snapshot_kill(struct target *t);
 void snapshot_destroy(struct target *t);
 
 /* util */

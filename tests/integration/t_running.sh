@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # saver without --kill leaves the process running (same pid, ticks go
-# on) and its image restores once the original is gone; saver --stop
+# on, no child left of its snapshot) and its image restores once the
+# original is gone; saver --stop
 # leaves it stopped (state T, no ticks) until SIGCONT, and that image
 # restores into a running process too. A saver killed while it writes
 # leaves the process running alone and no image.
@@ -19,6 +20,10 @@ wait_line "$T/prog.out" "^tick $((saved + 3)) "
 kill -0 "$pid" 2>/dev/null || fail "process $pid is gone after saver without --kill"
 [ "$(state_of "$pid")" != T ] || fail "process $pid was left stopped by saver without --stop"
 [ "$(pids_in "$T/prog.out")" = "$pid" ] || fail "ticks from other pids: $(pids_in "$T/prog.out")"
+# the snapshot was the process's child: gone, and reaped by it (a zombie
+# left there could be what the program's own wait() returns)
+left=$(children_of "$pid")
+[ -z "$left" ] || fail "process $pid has children after the checkpoint: $left"
 kill -9 "$pid"
 wait "$pid" 2>/dev/null || true
 killed=$(last_tick "$T/prog.out")
