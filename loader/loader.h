@@ -93,6 +93,7 @@ struct pages {
 	int width;		/* blocks decoded at once (one thread each) */
 	int n;			/* blocks decoded now, from `first` */
 	int64_t delta;		/* added to the saved addresses written to */
+	int ufd;		/* pages_fill: the child's userfaultfd, or -1 */
 	uint64_t first;
 	const char *path;
 	struct slot *slot;
@@ -101,7 +102,12 @@ struct pages {
 
 int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd,
 	       const char *path, pid_t child, struct ibcr_err *e);
-int pages_fill(struct pages *pg, uint32_t idx, struct ibcr_err *e);
+/*
+ * Region idx of a compressed image, into the child: through its
+ * userfaultfd `fd` (a descriptor number in the child) when fd >= 0.
+ * 0 done, 1 that descriptor cannot be had (nothing done), -1 error.
+ */
+int pages_fill(struct pages *pg, uint32_t idx, int fd, struct ibcr_err *e);
 void pages_close(struct pages *pg);
 /* pagehelp.c: page data of region idx from byte `from` on, into child */
 int pages_help(struct pages *pg, uint32_t idx, uint64_t from, struct ibcr_err *e);
@@ -113,6 +119,8 @@ int pages_help_uffd(struct pages *pg, uint32_t idx, uint64_t from, int fd,
 		    struct ibcr_err *e);
 /* k bytes to addr in the child, whatever the region's protection */
 int pages_write(struct pages *pg, uint64_t addr, const uint8_t *p, size_t k);
+/* pagehelp.c: our copy of the child's descriptor fd, or -1 */
+int pages_take_fd(struct pages *pg, int fd);
 
 /* One process of the image being restored (main.c, tree.c). */
 struct job {

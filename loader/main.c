@@ -69,19 +69,32 @@ static __attribute__((noreturn)) void exit_like(int st)
 	_exit(WEXITSTATUS(st));
 }
 
-/* A region of a compressed image, asked for by the core: fill it, answer. */
+/*
+ * A region of a compressed image, asked for by the core ('P', its index
+ * and its userfaultfd's number or -1): fill it, answer 'K'; 'N' when
+ * that descriptor cannot be had, 'X' after saying why it failed.
+ */
 static void serve_fill(struct job *j)
 {
 	struct ibcr_err e = { "" };
+	uint8_t msg[8];
+	int32_t fd;
 	uint32_t idx;
 	char reply = 'K';
+	int rc = -1;
 
-	if (read(j->status_fd, &idx, 4) != 4)
+	if (read(j->status_fd, msg, 8) != 8)
 		return;
+	memcpy(&idx, msg, 4);
+	memcpy(&fd, msg + 4, 4);
 	if (!j->pages_open && !pages_open(&j->pages, &j->ps, j->rs.r->fd, j->rs.r->path,
 					  j->child, &e))
 		j->pages_open = 1;
-	if (!j->pages_open || pages_fill(&j->pages, idx, &e)) {
+	if (j->pages_open)
+		rc = pages_fill(&j->pages, idx, fd, &e);
+	if (rc > 0)
+		reply = 'N';
+	if (rc < 0) {
 		fprintf(stderr, "restart-loader: pid %d: %s\n", j->ps.rec.pid, e.msg);
 		reply = 'X';
 	}

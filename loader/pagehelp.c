@@ -232,23 +232,30 @@ static int uffd_windows(struct pages *pg, const struct ibcr_vma *v, uint64_t fro
 	return met < 0 ? -1 : 0;
 }
 
+int pages_take_fd(struct pages *pg, int fd)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, pg->child, 0), ufd;
+
+	if (pidfd < 0)
+		return -1;
+	ufd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	close(pidfd);
+	return ufd;
+}
+
 int pages_help_uffd(struct pages *pg, uint32_t idx, uint64_t from, int fd,
 		    struct ibcr_err *e)
 {
 	const struct ibcr_process_state *ps = pg->ps;
 	const struct ibcr_vma *v;
-	int pidfd, ufd, rc;
+	int ufd, rc;
 
 	if (idx >= ps->nvmas || from > ps->vmas[idx].data_len ||
 	    (ps->pages_off + ps->vmas[idx].data_off) % (uint64_t)getpagesize())
 		return ibcr_fail(e, "the core asked for help with region %u at %llu", idx,
 				 (unsigned long long)from);
 	v = &ps->vmas[idx];
-	pidfd = (int)syscall(SYS_pidfd_open, pg->child, 0);
-	if (pidfd < 0)
-		return 1;
-	ufd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-	close(pidfd);
+	ufd = pages_take_fd(pg, fd);
 	if (ufd < 0)
 		return 1;
 	rc = uffd_windows(pg, v, from, ufd);

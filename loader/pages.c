@@ -10,10 +10,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -85,6 +87,40 @@ static uint64_t find_block(const struct ibcr_process_state *ps, uint64_t at)
 	return lo;
 }
 
+/*
+ * Through the child's userfaultfd: pages allocated and filled at once,
+ * none zeroed first. Nobody else fills the region, so a page already
+ * there (EEXIST) is an error like any other.
+ */
+static int uffd_put(int ufd, uint64_t dst, const uint8_t *src, uint64_t len)
+{
+	uint64_t done = 0;
+
+	while (done < len) {
+		struct uffdio_copy c = { .dst = dst + done,
+					 .src = (uint64_t)(uintptr_t)(src + done),
+					 .len = len - done };
+
+		if (ioctl(ufd, UFFDIO_COPY, &c) && errno != EAGAIN && c.copy <= 0) {
+			if (c.copy < 0)
+				errno = (int)-c.copy;
+			return -1;
+		}
+		if (c.copy > 0)
+			done += (uint64_t)c.copy;
+	}
+	return 0;
+}
+
+static int put_piece(struct pages *pg, uint64_t addr, const uint8_t *p, uint64_t k)
+{
+	uint64_t size = (uint64_t)getpagesize();
+
+	if (pg->ufd >= 0 && !(addr % size) && !(k % size))
+		return uffd_put(pg->ufd, addr, p, k);
+	return pages_write(pg, addr, p, k);
+}
+
 /* Writes `len` stream bytes at stream offset `at` to their addresses. */
 static int put(struct pages *pg, const struct ibcr_vma *v, uint64_t at,
 	       const uint8_t *p, uint64_t len)
@@ -101,7 +137,7 @@ static int put(struct pages *pg, const struct ibcr_vma *v, uint64_t at,
 		}
 		skip = at - run_start;
 		k = run_len - skip < len ? run_len - skip : len;
-		if (pages_write(pg, ps->runs[r].addr + skip + pg->delta, p, k))
+		if (put_piece(pg, ps->runs[r].addr + skip + pg->delta, p, k))
 			return -1;
 		p += k;
 		at += k;
@@ -111,15 +147,33 @@ static int put(struct pages *pg, const struct ibcr_vma *v, uint64_t at,
 	return len ? -1 : 0;
 }
 
-int pages_fill(struct pages *pg, uint32_t idx, struct ibcr_err *e)
+static int fill_region(struct pages *pg, uint32_t idx, struct ibcr_err *e);
+
+int pages_fill(struct pages *pg, uint32_t idx, int fd, struct ibcr_err *e)
+{
+	int rc;
+
+	if (idx >= pg->ps->nvmas)
+		return ibcr_fail(e, "the core asked for region %u of %u", idx, pg->ps->nvmas);
+	if (fd >= 0) {
+		pg->ufd = pages_take_fd(pg, fd);
+		if (pg->ufd < 0)
+			return 1;
+	}
+	rc = fill_region(pg, idx, e);
+	if (pg->ufd >= 0)
+		close(pg->ufd);
+	pg->ufd = -1;
+	return rc;
+}
+
+static int fill_region(struct pages *pg, uint32_t idx, struct ibcr_err *e)
 {
 	const struct ibcr_process_state *ps = pg->ps;
 	const struct ibcr_vma *v = &ps->vmas[idx];
 	uint64_t at = v->data_off, end = v->data_off + v->data_len;
 	uint32_t crc = 0;
 
-	if (idx >= ps->nvmas)
-		return ibcr_fail(e, "the core asked for region %u of %u", idx, ps->nvmas);
 	for (uint64_t k = find_block(ps, at); at < end; k++) {
 		const struct ibcr_blockref *b;
 		const uint8_t *raw;
@@ -175,6 +229,7 @@ int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd
 	pg->path = path;
 	pg->first = (uint64_t)-1;
 	pg->child = child;
+	pg->ufd = -1;
 	pg->width = cpus < 1 ? 1 : cpus > MAX_BATCH ? MAX_BATCH : (int)cpus;
 	snprintf(mem, sizeof(mem), "/proc/%d/mem", (int)child);
 	pg->memfd = open(mem, O_RDWR | O_CLOEXEC);
@@ -207,4 +262,5 @@ void pages_close(struct pages *pg)
 		close(pg->memfd);
 	memset(pg, 0, sizeof(*pg));
 	pg->memfd = -1;
+	pg->ufd = -1;
 }

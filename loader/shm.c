@@ -292,7 +292,7 @@ static int fill(struct job *j, uint32_t k, uint32_t i, const struct shm_obj *o,
 	if (pages_open(&pg, ps, j[k].rs.r->fd, j[k].rs.r->path, getpid(), e))
 		return -1;
 	pg.delta = (int64_t)(o->addr + ps->vmas[i].pgoff) - (int64_t)ps->vmas[i].start;
-	rc = pages_fill(&pg, i, e);
+	rc = pages_fill(&pg, i, -1, e);
 	pages_close(&pg);
 	return rc;
 }

@@ -247,7 +247,8 @@ static uint32_t fill_head(struct plan *p, const struct plan_vma *v, uint64_t lim
  */
 static uint32_t fill_together(struct plan *p, const struct plan_vma *v)
 {
-	int uffd = uffd_open(p, v);
+	/* uffd_fill maps the image's data: it must start on a page */
+	int uffd = (v->data_off % p->page_size) ? -1 : uffd_open(p, v);
 	uint64_t lim = v->data_len / 100 * HELP_SHARE;
 	uint32_t sum;
 
@@ -348,22 +349,46 @@ static int open_self_mem(struct plan *p, const struct plan_vma *v)
 
 /*
  * A compressed image: the loader decompresses and writes the region's
- * data (loader/pages.c) and checks its checksum; a writable region is
- * populated first, for the same reason as read_run.
+ * data (loader/pages.c) and checks its checksum. 'P', the region and our
+ * userfaultfd's number (or -1); 'K' done, 'N' it could not take it.
+ */
+static char ask_fill(struct plan *p, const struct plan_vma *v, int uffd)
+{
+	uint8_t msg[9] = { 'P' };
+	uint32_t idx = (uint32_t)(v - p->vmas);
+	int32_t fd = uffd;
+	char reply = 0;
+
+	__builtin_memcpy(msg + 1, &idx, 4);
+	__builtin_memcpy(msg + 5, &fd, 4);
+	if (sys_write(p->status_fd, msg, 9) != 9 ||
+	    sys_read(p->control_fd, &reply, 1) != 1 || (reply != 'K' && reply != 'N'))
+		sys_exit_group(127);	/* the loader said why */
+	return reply;
+}
+
+/*
+ * A writable region goes in through a userfaultfd when we may have one
+ * (no page zeroed first, as in uffd.c), else it is populated first, for
+ * the same reason as read_run. The loader writes every byte or fails,
+ * so nothing is left missing when we unregister.
  */
 static void ask_loader(struct plan *p, const struct plan_vma *v, int writable)
 {
-	uint8_t msg[5] = { 'P' };
-	uint32_t idx = (uint32_t)(v - p->vmas);
-	char reply = 0;
+	int uffd = writable ? uffd_open(p, v) : -1;
 
+	if (uffd >= 0) {
+		char reply = ask_fill(p, v, uffd);
+
+		uffd_close(p, v, uffd);
+		if (reply == 'K')
+			return;
+	}
 	for (uint64_t i = 0; writable && i < v->nruns; i++)
 		sys_madvise(v->runs[i].addr, v->runs[i].npages * p->page_size,
 			    MADV_POPULATE_WRITE);
-	__builtin_memcpy(msg + 1, &idx, 4);
-	if (sys_write(p->status_fd, msg, 5) != 5 ||
-	    sys_read(p->control_fd, &reply, 1) != 1 || reply != 'K')
-		sys_exit_group(127);	/* the loader said why */
+	if (ask_fill(p, v, -1) != 'K')
+		sys_exit_group(127);	/* 'N' without a descriptor: a loader bug */
 }
 
 static void map_one(struct plan *p, const struct plan_vma *prev, const struct plan_vma *v)

@@ -38,7 +38,7 @@ int uffd_open(struct plan *p, const struct plan_vma *v)
 	};
 	long fd;
 
-	if ((p->flags & PLAN_NO_UFFD) || v->data_off % p->page_size)
+	if (p->flags & PLAN_NO_UFFD)
 		return -1;
 	fd = SYS(__NR_userfaultfd, CORE_O_CLOEXEC | UFFD_USER_MODE_ONLY, 0, 0, 0, 0, 0);
 	if (fd < 0)
