@@ -2,6 +2,7 @@
 #ifndef IBCR_LOADER_H
 #define IBCR_LOADER_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <stdlib.h>
@@ -86,15 +87,20 @@ int finalize(pid_t child, int status_fd, int control_fd, int verbose,
 
 /* pages.c (parent): fills the regions of a compressed image on request */
 struct slot;
+#define PAGES_MAX_WORKERS 8
+
 struct pages {
 	const struct ibcr_process_state *ps;
 	int img_fd, memfd;
 	pid_t child;
-	int width;		/* blocks decoded at once (one thread each) */
-	int n;			/* blocks decoded now, from `first` */
+	int width;		/* decoding threads: one per CPU */
+	int nslot;		/* blocks decoded or being decoded, at most */
+	int nworkers, stop;
+	pthread_t workers[PAGES_MAX_WORKERS];
+	pthread_mutex_t mu;	/* the slots' states, stop */
+	pthread_cond_t cv;
 	int64_t delta;		/* added to the saved addresses written to */
 	int ufd;		/* pages_fill: the child's userfaultfd, or -1 */
-	uint64_t first;
 	const char *path;
 	struct slot *slot;
 	uint8_t *help_buf;	/* pagehelp.c */

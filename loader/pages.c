@@ -4,9 +4,10 @@
  * has no libc and no codec, and the loader has both and every core. When
  * the core has mapped a region that holds data, it asks ('P' and the
  * region's index on the status pipe); the loader decompresses the blocks
- * that cover the region, a batch at a time on all cores, checks each
- * block's and then the region's CRC, writes the bytes into the child
- * (pages_write), and answers 'K' (or 'X' after printing why).
+ * that cover the region on all cores, checks each block's and then the
+ * region's CRC, copies the bytes into the child (through its
+ * userfaultfd, or pages_write), and answers 'K' (or 'X' after printing
+ * why).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,51 +25,131 @@
 #include "xxh64.h"
 #include "loader.h"
 
-#define MAX_BATCH 8
+
+/*
+ * Blocks are decoded ahead by worker threads, one per CPU, into a ring
+ * of slots (block k in slot k % nslot), while this thread sums and puts
+ * the block before: until 2026-11-30 a batch was decoded, then put, and
+ * the decoding waited meanwhile. The workers live for one pages_fill;
+ * what they decoded ahead stays in its slot for the next region.
+ */
+enum { SLOT_EMPTY, SLOT_QUEUED, SLOT_BUSY, SLOT_READY };
 
 struct slot {
-	const struct ibcr_blockref *b;
+	uint64_t blk;
+	int state, bad;
 	uint8_t *raw, *stored;
-	int fd, bad;
 };
 
-static void *decode(void *arg)
+/* Reads, decompresses and checks one block; 1 if it is corrupt. */
+static int decode(const struct pages *pg, struct slot *s)
 {
-	struct slot *s = arg;
+	const struct ibcr_blockref *b = &pg->ps->blocks[s->blk];
 
-	s->bad = pread(s->fd, s->stored, s->b->stored_len, (off_t)s->b->file_off) !=
-			 (ssize_t)s->b->stored_len ||
-		 blk_decompress((int)s->b->codec, s->stored, s->b->stored_len, s->raw,
-				s->b->raw_len) ||
-		 block_sum(s->raw, s->b->raw_len) != s->b->raw_crc;
+	return pread(pg->img_fd, s->stored, b->stored_len, (off_t)b->file_off) !=
+		       (ssize_t)b->stored_len ||
+	       blk_decompress((int)b->codec, s->stored, b->stored_len, s->raw, b->raw_len) ||
+	       block_sum(s->raw, b->raw_len) != b->raw_crc;
+}
+
+/* The queued slot of the lowest block, or NULL (under pg->mu). */
+static struct slot *next_queued(struct pages *pg)
+{
+	struct slot *best = NULL;
+
+	for (int i = 0; i < pg->nslot; i++)
+		if (pg->slot[i].state == SLOT_QUEUED && (!best || pg->slot[i].blk < best->blk))
+			best = &pg->slot[i];
+	return best;
+}
+
+static void *worker(void *arg)
+{
+	struct pages *pg = arg;
+
+	pthread_mutex_lock(&pg->mu);
+	for (;;) {
+		struct slot *s = NULL;
+
+		while (!pg->stop && !(s = next_queued(pg)))
+			pthread_cond_wait(&pg->cv, &pg->mu);
+		if (!s)
+			break;
+		s->state = SLOT_BUSY;
+		pthread_mutex_unlock(&pg->mu);
+		int bad = decode(pg, s);
+
+		pthread_mutex_lock(&pg->mu);
+		s->bad = bad;
+		s->state = SLOT_READY;
+		pthread_cond_broadcast(&pg->cv);
+	}
+	pthread_mutex_unlock(&pg->mu);
 	return NULL;
 }
 
-/* Decodes blocks [first, first + n) of the stream, one thread each. */
-static int decode_batch(struct pages *pg, uint64_t first, int n)
+static void start_workers(struct pages *pg)
 {
-	pthread_t th[MAX_BATCH];
-	int threaded[MAX_BATCH] = { 0 };
+	pg->stop = 0;
+	pg->nworkers = 0;
+	while (pg->nworkers < pg->width &&
+	       !pthread_create(&pg->workers[pg->nworkers], NULL, worker, pg))
+		pg->nworkers++;
+}
 
-	for (int k = 0; k < n; k++) {
-		struct slot *s = &pg->slot[k];
+/* Joins them; what they had not started is dropped, what they did kept. */
+static void stop_workers(struct pages *pg)
+{
+	pthread_mutex_lock(&pg->mu);
+	pg->stop = 1;
+	pthread_cond_broadcast(&pg->cv);
+	pthread_mutex_unlock(&pg->mu);
+	for (int i = 0; i < pg->nworkers; i++)
+		pthread_join(pg->workers[i], NULL);
+	pg->nworkers = 0;
+	for (int i = 0; i < pg->nslot; i++)
+		if (pg->slot[i].state == SLOT_QUEUED)
+			pg->slot[i].state = SLOT_EMPTY;
+}
 
-		s->b = &pg->ps->blocks[first + k];
-		s->fd = pg->img_fd;
-		threaded[k] = k && !pthread_create(&th[k], NULL, decode, s);
+/*
+ * Block k, decoded: queues it and the blocks after it (into slots that
+ * hold only blocks before k: we go up the stream and are done with
+ * those) and waits for it. Without workers it decodes k itself.
+ */
+static struct slot *get_block(struct pages *pg, uint64_t k)
+{
+	struct slot *s = &pg->slot[k % (uint64_t)pg->nslot];
+
+	pthread_mutex_lock(&pg->mu);
+	for (uint64_t b = k; b < k + (uint64_t)pg->nslot && b < pg->ps->nblocks; b++) {
+		struct slot *t = &pg->slot[b % (uint64_t)pg->nslot];
+
+		if ((t->state != SLOT_EMPTY && t->blk == b) || t->state == SLOT_BUSY)
+			continue;
+		t->blk = b;
+		t->bad = 0;
+		t->state = SLOT_QUEUED;
 	}
-	for (int k = 0; k < n; k++)
-		if (!threaded[k])
-			decode(&pg->slot[k]);
-	for (int k = 0; k < n; k++)
-		if (threaded[k])
-			pthread_join(th[k], NULL);
-	pg->first = first;
-	pg->n = n;
-	for (int k = 0; k < n; k++)
-		if (pg->slot[k].bad)
-			return (int)k + 1;
-	return 0;
+	pthread_cond_broadcast(&pg->cv);
+	while (!(s->blk == k && s->state == SLOT_READY)) {
+		if (!pg->nworkers) {
+			s->blk = k;
+			s->bad = decode(pg, s);
+			s->state = SLOT_READY;
+			break;
+		}
+		/* a worker was still busy with an older block there */
+		if (s->state != SLOT_BUSY && s->blk != k) {
+			s->blk = k;
+			s->bad = 0;
+			s->state = SLOT_QUEUED;
+			pthread_cond_broadcast(&pg->cv);
+		}
+		pthread_cond_wait(&pg->cv, &pg->mu);
+	}
+	pthread_mutex_unlock(&pg->mu);
+	return s;
 }
 
 /* First block whose data ends after stream offset `at`. */
@@ -160,7 +241,9 @@ int pages_fill(struct pages *pg, uint32_t idx, int fd, struct ibcr_err *e)
 		if (pg->ufd < 0)
 			return 1;
 	}
+	start_workers(pg);
 	rc = fill_region(pg, idx, e);
+	stop_workers(pg);
 	if (pg->ufd >= 0)
 		close(pg->ufd);
 	pg->ufd = -1;
@@ -176,32 +259,24 @@ static int fill_region(struct pages *pg, uint32_t idx, struct ibcr_err *e)
 
 	for (uint64_t k = find_block(ps, at); at < end; k++) {
 		const struct ibcr_blockref *b;
-		const uint8_t *raw;
+		const struct slot *s;
 		uint64_t from, len;
-		int bad;
 
 		if (k >= ps->nblocks)
 			return ibcr_fail(e, "image %s: region %#llx-%#llx: page blocks end "
 					 "early", pg->path, (unsigned long long)v->start,
 					 (unsigned long long)v->end);
-		if (k < pg->first || k >= pg->first + (uint64_t)pg->n) {
-			int n = ps->nblocks - k < (uint64_t)pg->width ? (int)(ps->nblocks - k) :
-								      pg->width;
-
-			bad = decode_batch(pg, k, n);
-			if (bad)
-				return ibcr_fail(e, "image %s: page block %llu (for region "
-						 "%#llx-%#llx, %s) is corrupt", pg->path,
-						 (unsigned long long)(k + bad - 1),
-						 (unsigned long long)v->start,
-						 (unsigned long long)v->end, ps->vma_names[idx]);
-		}
+		s = get_block(pg, k);
+		if (s->bad)
+			return ibcr_fail(e, "image %s: page block %llu (for region "
+					 "%#llx-%#llx, %s) is corrupt", pg->path,
+					 (unsigned long long)k, (unsigned long long)v->start,
+					 (unsigned long long)v->end, ps->vma_names[idx]);
 		b = &ps->blocks[k];
-		raw = pg->slot[k - pg->first].raw;
 		from = at - b->raw_off;
 		len = (b->raw_len - from < end - at) ? b->raw_len - from : end - at;
-		crc = page_sum(crc, raw + from, len, (size_t)getpagesize());
-		if (put(pg, v, at, raw + from, len))
+		crc = page_sum(crc, s->raw + from, len, (size_t)getpagesize());
+		if (put(pg, v, at, s->raw + from, len))
 			return ibcr_fail_errno(e, errno, "writing region %#llx-%#llx (%s) into "
 					       "the restored process",
 					       (unsigned long long)v->start,
@@ -227,10 +302,12 @@ int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd
 	pg->ps = ps;
 	pg->img_fd = img_fd;
 	pg->path = path;
-	pg->first = (uint64_t)-1;
 	pg->child = child;
 	pg->ufd = -1;
-	pg->width = cpus < 1 ? 1 : cpus > MAX_BATCH ? MAX_BATCH : (int)cpus;
+	pg->width = cpus < 1 ? 1 : cpus > PAGES_MAX_WORKERS ? PAGES_MAX_WORKERS : (int)cpus;
+	pg->nslot = pg->width + 2;	/* what the workers decode, and two ahead */
+	pthread_mutex_init(&pg->mu, NULL);
+	pthread_cond_init(&pg->cv, NULL);
 	snprintf(mem, sizeof(mem), "/proc/%d/mem", (int)child);
 	pg->memfd = open(mem, O_RDWR | O_CLOEXEC);
 	if (pg->memfd < 0)
@@ -242,8 +319,8 @@ int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd
 		if (ps->blocks[k].stored_len > max_stored)
 			max_stored = ps->blocks[k].stored_len;
 	}
-	pg->slot = xcalloc(MAX_BATCH, sizeof(*pg->slot));
-	for (int k = 0; k < pg->width; k++) {
+	pg->slot = xcalloc((size_t)pg->nslot, sizeof(*pg->slot));
+	for (int k = 0; k < pg->nslot; k++) {
 		pg->slot[k].raw = xmalloc(max_raw);
 		pg->slot[k].stored = xmalloc(max_stored);
 	}
@@ -252,9 +329,13 @@ int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd
 
 void pages_close(struct pages *pg)
 {
-	for (int k = 0; pg->slot && k < pg->width; k++) {
+	for (int k = 0; pg->slot && k < pg->nslot; k++) {
 		free(pg->slot[k].raw);
 		free(pg->slot[k].stored);
+	}
+	if (pg->slot) {
+		pthread_mutex_destroy(&pg->mu);
+		pthread_cond_destroy(&pg->cv);
 	}
 	free(pg->slot);
 	free(pg->help_buf);
