@@ -127,6 +127,12 @@ int pages_help_uffd(struct pages *pg, uint32_t idx, uint64_t from, int fd,
 int pages_write(struct pages *pg, uint64_t addr, const uint8_t *p, size_t k);
 /* pagehelp.c: our copy of the child's descriptor fd, or -1 */
 int pages_take_fd(struct pages *pg, int fd);
+/*
+ * pagehelp.c: UFFDIO_COPY of [dst, dst + len) from src, up to the first
+ * page that is there already (EEXIST); the bytes copied, or -1 (errno)
+ * on any other error.
+ */
+int64_t uffd_copy(int ufd, uint64_t dst, uint64_t src, uint64_t len);
 
 /* One process of the image being restored (main.c, tree.c). */
 struct job {

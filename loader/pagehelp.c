@@ -130,11 +130,7 @@ int pages_help(struct pages *pg, uint32_t idx, uint64_t from, struct ibcr_err *e
 #define MADV_POPULATE_READ 22	/* Linux 5.14; musl's headers lack it */
 #endif
 
-/*
- * UFFDIO_COPY up to the first page the core put there first (EEXIST);
- * returns the bytes copied, or -1 on another error.
- */
-static int64_t copy_in(int ufd, uint64_t dst, uint64_t src, uint64_t len)
+int64_t uffd_copy(int ufd, uint64_t dst, uint64_t src, uint64_t len)
 {
 	uint64_t done = 0;
 
@@ -176,7 +172,7 @@ static int uffd_window(struct pages *pg, const uint8_t *data, uint64_t pos, uint
 			run_pos += ps->runs[r++].npages * size;
 		run_len = ps->runs[r].npages * size;
 		k = run_pos + run_len - at < end - at ? run_pos + run_len - at : end - at;
-		done = copy_in(ufd, ps->runs[r].addr + (at - run_pos),
+		done = uffd_copy(ufd, ps->runs[r].addr + (at - run_pos),
 			       (uint64_t)(uintptr_t)(data + at), k);
 		met = done < 0 ? -1 : (uint64_t)done < k;
 		at += k;

@@ -11,12 +11,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -168,38 +166,22 @@ static uint64_t find_block(const struct ibcr_process_state *ps, uint64_t at)
 	return lo;
 }
 
-/*
- * Through the child's userfaultfd: pages allocated and filled at once,
- * none zeroed first. Nobody else fills the region, so a page already
- * there (EEXIST) is an error like any other.
- */
-static int uffd_put(int ufd, uint64_t dst, const uint8_t *src, uint64_t len)
-{
-	uint64_t done = 0;
-
-	while (done < len) {
-		struct uffdio_copy c = { .dst = dst + done,
-					 .src = (uint64_t)(uintptr_t)(src + done),
-					 .len = len - done };
-
-		if (ioctl(ufd, UFFDIO_COPY, &c) && errno != EAGAIN && c.copy <= 0) {
-			if (c.copy < 0)
-				errno = (int)-c.copy;
-			return -1;
-		}
-		if (c.copy > 0)
-			done += (uint64_t)c.copy;
-	}
-	return 0;
-}
-
 static int put_piece(struct pages *pg, uint64_t addr, const uint8_t *p, uint64_t k)
 {
 	uint64_t size = (uint64_t)getpagesize();
+	int64_t done;
 
-	if (pg->ufd >= 0 && !(addr % size) && !(k % size))
-		return uffd_put(pg->ufd, addr, p, k);
-	return pages_write(pg, addr, p, k);
+	if (pg->ufd < 0 || addr % size || k % size)
+		return pages_write(pg, addr, p, k);
+	/*
+	 * Through the child's userfaultfd: pages allocated and filled at
+	 * once, none zeroed first. Nobody else fills the region, so a page
+	 * already there is an error like any other.
+	 */
+	done = uffd_copy(pg->ufd, addr, (uint64_t)(uintptr_t)p, k);
+	if (done >= 0 && (uint64_t)done < k)
+		errno = EEXIST;
+	return (uint64_t)done == k ? 0 : -1;
 }
 
 /* Writes `len` stream bytes at stream offset `at` to their addresses. */

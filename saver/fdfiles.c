@@ -166,8 +166,8 @@ static int in_checkpoint(const struct target *t, uint32_t n, long id)
 
 /*
  * A file or directory under /proc/PID/ of a process being checkpointed
- * (/proc/self/... reads so): reopened by path at restore it would be another process's file,
- * or none, the PID being new or taken. Refused.
+ * (/proc/self/... reads so): reopened by path at restore it would be
+ * another process's file, or none, the PID being new or taken. Refused.
  */
 int proc_check_own(const struct target *t, uint32_t n, const struct fobjs *o,
 		   struct ibcr_err *e)
