@@ -35,19 +35,23 @@ enum { SLOT_EMPTY, SLOT_QUEUED, SLOT_BUSY, SLOT_READY };
 
 struct slot {
 	uint64_t blk;
-	int state, bad;
+	int state, bad;		/* bad: decode()'s answer */
 	uint8_t *raw, *stored;
 };
 
-/* Reads, decompresses and checks one block; 1 if it is corrupt. */
+/*
+ * Reads, decompresses and checks one block: 0, -1 if it is corrupt, or
+ * the errno of reading it (EIO for a short read: the image ends early).
+ */
 static int decode(const struct pages *pg, struct slot *s)
 {
 	const struct ibcr_blockref *b = &pg->ps->blocks[s->blk];
+	ssize_t got = pread(pg->img_fd, s->stored, b->stored_len, (off_t)b->file_off);
 
-	return pread(pg->img_fd, s->stored, b->stored_len, (off_t)b->file_off) !=
-		       (ssize_t)b->stored_len ||
-	       blk_decompress((int)b->codec, s->stored, b->stored_len, s->raw, b->raw_len) ||
-	       block_sum(s->raw, b->raw_len) != b->raw_crc;
+	if (got != (ssize_t)b->stored_len)
+		return got < 0 ? errno : EIO;
+	return blk_decompress((int)b->codec, s->stored, b->stored_len, s->raw, b->raw_len) ||
+	       block_sum(s->raw, b->raw_len) != b->raw_crc ? -1 : 0;
 }
 
 /* The queued slot of the lowest block, or NULL (under pg->mu). */
@@ -249,6 +253,11 @@ static int fill_region(struct pages *pg, uint32_t idx, struct ibcr_err *e)
 					 "early", pg->path, (unsigned long long)v->start,
 					 (unsigned long long)v->end);
 		s = get_block(pg, k);
+		if (s->bad > 0)
+			return ibcr_fail_errno(e, s->bad, "image %s: reading page block %llu "
+					       "(for region %#llx-%#llx, %s)", pg->path,
+					       (unsigned long long)k, (unsigned long long)v->start,
+					       (unsigned long long)v->end, ps->vma_names[idx]);
 		if (s->bad)
 			return ibcr_fail(e, "image %s: page block %llu (for region "
 					 "%#llx-%#llx, %s) is corrupt", pg->path,
