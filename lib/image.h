@@ -13,7 +13,11 @@
 #include <stdint.h>
 
 #define IBCR_MAGIC "IBCRIMG\n"
-#define IBCR_VERSION 2	/* 2: page data checked with XXH64 (xxh64.h) */
+/*
+ * 2: page data checked with XXH64; 3: a region's page sum adds up
+ * independent per-page terms (xxh64.h)
+ */
+#define IBCR_VERSION 3
 
 enum ibcr_arch {
 	IBCR_ARCH_X86_64 = 1,
@@ -458,7 +462,7 @@ struct ibcr_vma {
 	uint32_t kind;		/* enum ibcr_vma_kind */
 	uint32_t madv;		/* IBCR_MADV_* */
 	uint32_t name_off;	/* path or [name], in the string table */
-	uint32_t data_crc;	/* page_sum (XXH64, page by page) of its page data */
+	uint32_t data_crc;	/* page_sum (XXH64 per page, added) of its page data */
 	uint64_t run0, nruns;	/* its runs in the run table */
 	uint64_t data_off;	/* its page data, from the PAGES payload start */
 	uint64_t data_len;

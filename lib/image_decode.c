@@ -578,7 +578,8 @@ static int walk_bytes(struct img_reader *r, struct crc_walk *w, const uint8_t *p
 		v = &w->ps->vmas[w->region];
 		end = v->data_off + v->data_len;
 		k = end - w->pos < n ? end - w->pos : n;
-		w->crc = page_sum(w->crc, p, (size_t)k, r->hdr.page_size);
+		w->crc = page_sum(w->crc, p, (size_t)k, r->hdr.page_size,
+				  (w->pos - v->data_off) / r->hdr.page_size);
 		w->pos += k;
 		p += k;
 		n -= k;

@@ -74,8 +74,8 @@ static int check_file_hdr(struct img_reader *r, struct ibcr_err *e)
 				 r->path, h->version, IBCR_VERSION);
 	if (h->version < IBCR_VERSION)
 		return ibcr_fail(e, "image %s: format version %u was made by an older saver "
-				 "(page data checked with CRC-32C); this one reads version %u",
-				 r->path, h->version, IBCR_VERSION);
+				 "(its page checksums are computed otherwise); this one reads "
+				 "version %u", r->path, h->version, IBCR_VERSION);
 	if (h->hdr_size != sizeof(*h) || h->flags)
 		return ibcr_fail(e, "image %s: unsupported header (version %u, size %u, flags %#x)",
 				 r->path, h->version, h->hdr_size, h->flags);

@@ -82,12 +82,12 @@ uint64_t xxh64(const void *data, size_t len, uint64_t seed)
 	return h ^ (h >> 32);
 }
 
-uint32_t page_sum(uint32_t sum, const void *p, size_t len, size_t page)
+uint32_t page_sum(uint32_t sum, const void *p, size_t len, size_t page, uint64_t index)
 {
 	const uint8_t *c = p;
 
 	for (size_t off = 0; off < len; off += page)
-		sum = (uint32_t)xxh64(c + off, len - off < page ? len - off : page, sum);
+		sum += (uint32_t)xxh64(c + off, len - off < page ? len - off : page, index++);
 	return sum;
 }
 

@@ -14,12 +14,15 @@
 uint64_t xxh64(const void *p, size_t len, uint64_t seed);
 
 /*
- * A region's page checksum, page by page (len a multiple of `page`):
- * sum = low 32 bits of XXH64(page, seed = sum), from 0. Any split of the
- * data at page boundaries gives the same sum, so writers and readers
- * may work in chunks of their own.
+ * A region's page checksum: the sum, modulo 2^32, of the low 32 bits of
+ * XXH64(page, seed = the page's index in the region's data). `p` holds
+ * `len` bytes (a multiple of `page`) from page `index` on. The terms do
+ * not depend on each other, so parts summed in any order, by several
+ * threads or processes, add up to the region's sum: the restore's two
+ * fillers each sum what they put in. The index seed makes a page put in
+ * the wrong place count as corrupt.
  */
-uint32_t page_sum(uint32_t sum, const void *p, size_t len, size_t page);
+uint32_t page_sum(uint32_t sum, const void *p, size_t len, size_t page, uint64_t index);
 
 /* A compressed block's raw bytes: low 32 bits of XXH64(p, seed 0). */
 uint32_t block_sum(const void *p, size_t len);

@@ -104,6 +104,8 @@ struct pages {
 	const char *path;
 	struct slot *slot;
 	uint8_t *help_buf;	/* pagehelp.c */
+	/* page data we put in (--stats): by UFFDIO_COPY, by writing */
+	uint64_t copied, written;
 };
 
 int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd,
@@ -115,13 +117,17 @@ int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd
  */
 int pages_fill(struct pages *pg, uint32_t idx, int fd, struct ibcr_err *e);
 void pages_close(struct pages *pg);
-/* pagehelp.c: page data of region idx from byte `from` on, into child */
-int pages_help(struct pages *pg, uint32_t idx, uint64_t from, struct ibcr_err *e);
+/*
+ * pagehelp.c: page data of region idx from byte `from` on, into child;
+ * *sum is the page_sum of what was put in.
+ */
+int pages_help(struct pages *pg, uint32_t idx, uint64_t from, uint32_t *sum,
+	       struct ibcr_err *e);
 /*
  * The same through the core's userfaultfd `fd` (a descriptor number in
  * the child): 1 when it cannot be had (the core then does it), 0 done.
  */
-int pages_help_uffd(struct pages *pg, uint32_t idx, uint64_t from, int fd,
+int pages_help_uffd(struct pages *pg, uint32_t idx, uint64_t from, int fd, uint32_t *sum,
 		    struct ibcr_err *e);
 /* k bytes to addr in the child, whatever the region's protection */
 int pages_write(struct pages *pg, uint64_t addr, const uint8_t *p, size_t k);

@@ -105,7 +105,8 @@ static void serve_fill(struct job *j)
 /*
  * The core fills a large region with our help (pagehelp.c): 'H', we write
  * the part from `from` on; 'U', we copy it in through the core's
- * userfaultfd, or answer 'N' when we cannot have it.
+ * userfaultfd, or answer 'N' when we cannot have it. 'K' comes with the
+ * page_sum of what we put in.
  */
 static void serve_help(struct job *j, int uffd)
 {
@@ -115,7 +116,8 @@ static void serve_help(struct job *j, int uffd)
 	int32_t fd = -1;
 	uint32_t idx;
 	uint64_t from;
-	char reply = 'K';
+	uint32_t sum = 0;
+	uint8_t reply[5] = { 'K' };
 	int rc;
 
 	if (read(j->status_fd, msg, len) != (ssize_t)len)
@@ -130,16 +132,18 @@ static void serve_help(struct job *j, int uffd)
 	if (!j->pages_open)
 		rc = -1;
 	else if (uffd)
-		rc = pages_help_uffd(&j->pages, idx, from, fd, &e);
+		rc = pages_help_uffd(&j->pages, idx, from, fd, &sum, &e);
 	else
-		rc = pages_help(&j->pages, idx, from, &e);
+		rc = pages_help(&j->pages, idx, from, &sum, &e);
 	if (rc > 0)
-		reply = 'N';
+		reply[0] = 'N';
 	if (rc < 0) {
 		fprintf(stderr, "restart-loader: pid %d: %s\n", j->ps.rec.pid, e.msg);
-		reply = 'X';
+		reply[0] = 'X';
 	}
-	if (write(j->control_fd, &reply, 1) != 1)
+	memcpy(reply + 1, &sum, 4);
+	/* one write: the core reads the sum right after the 'K' */
+	if (write(j->control_fd, reply, reply[0] == 'K' ? 5 : 1) < 0)
 		return;
 }
 
@@ -329,6 +333,7 @@ int main(int argc, char **argv)
 		{ 0 }
 	};
 	double start = now_ms(), t_prepared, t_filled;
+	uint64_t copied = 0, written = 0;	/* page data we put in */
 	struct img_reader r;
 	struct ibcr_err e = { "" };
 	struct ibcr_files files;
@@ -404,6 +409,8 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < r.hdr.nprocs; i++) {
 		if (is_zombie(&j[i]))
 			continue;
+		copied += j[i].pages.copied;
+		written += j[i].pages.written;
 		if (j[i].pages_open)
 			pages_close(&j[i].pages);
 		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose, &e))
@@ -418,9 +425,10 @@ int main(int argc, char **argv)
 
 		getrusage(RUSAGE_SELF, &ru);
 		fprintf(stderr, "ibcr-stats: restore_ms=%.1f prepare_ms=%.1f memory_ms=%.1f "
-			"finish_ms=%.1f peak_rss_kb=%ld\n", now_ms() - start,
-			t_prepared - start, t_filled - t_prepared, now_ms() - t_filled,
-			ru.ru_maxrss);
+			"finish_ms=%.1f peak_rss_kb=%ld uffd_kb=%llu written_kb=%llu\n",
+			now_ms() - start, t_prepared - start, t_filled - t_prepared,
+			now_ms() - t_filled, ru.ru_maxrss, (unsigned long long)copied >> 10,
+			(unsigned long long)written >> 10);
 	}
 	wait_all(j, r.hdr.nprocs);
 }

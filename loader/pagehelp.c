@@ -6,9 +6,10 @@
  * the region's index and a byte offset into its page data) the loader,
  * idle meanwhile on another CPU, to put the data from that offset to the
  * end in place with process_vm_writev, while it fills the part before
- * the offset itself. The core sums the whole region once the loader
- * answers 'K': the checksum is checked by the core as for any region, in
- * order, before any thread resumes.
+ * the offset itself. We answer 'K' with the page_sum of what we put in,
+ * summed from our buffer or mapping while it is in cache; the core adds
+ * it to its own part's and checks the region's checksum before any
+ * thread resumes.
  */
 #include <errno.h>
 #include <linux/userfaultfd.h>
@@ -22,6 +23,7 @@
 #include "buf.h"
 #include "fdio.h"
 #include "loader.h"
+#include "xxh64.h"
 
 #define HELP_BUF (4u << 20)
 #define HELP_IOV 1024	/* IOV_MAX */
@@ -34,9 +36,11 @@ int pages_write(struct pages *pg, uint64_t addr, const uint8_t *p, size_t k)
 {
 	struct iovec local = { (void *)p, k }, remote = { (void *)(uintptr_t)addr, k };
 
-	if (process_vm_writev(pg->child, &local, 1, &remote, 1, 0) == (ssize_t)k)
-		return 0;
-	return pwrite(pg->memfd, p, k, (off_t)addr) == (ssize_t)k ? 0 : -1;
+	if (process_vm_writev(pg->child, &local, 1, &remote, 1, 0) != (ssize_t)k &&
+	    pwrite(pg->memfd, p, k, (off_t)addr) != (ssize_t)k)
+		return -1;
+	pg->written += k;
+	return 0;
 }
 
 /*
@@ -49,6 +53,8 @@ struct piece_list {
 	int n;
 	size_t len;
 	uint64_t file_off;
+	uint64_t data_off;	/* where the region's data starts in the file */
+	uint32_t sum;		/* of the pages flushed so far */
 };
 
 static int flush_pieces(struct pages *pg, struct piece_list *l)
@@ -60,6 +66,8 @@ static int flush_pieces(struct pages *pg, struct piece_list *l)
 		return 0;
 	if (pread_full(pg->img_fd, pg->help_buf, l->len, l->file_off))
 		return -1;
+	l->sum = page_sum(l->sum, pg->help_buf, l->len, (size_t)getpagesize(),
+			  (l->file_off - l->data_off) / (uint64_t)getpagesize());
 	if (process_vm_writev(pg->child, &local, 1, l->remote, (unsigned long)l->n, 0) !=
 	    (ssize_t)l->len) {
 		for (int i = 0; i < l->n; i++) {
@@ -68,6 +76,8 @@ static int flush_pieces(struct pages *pg, struct piece_list *l)
 				return -1;
 			p += l->remote[i].iov_len;
 		}
+	} else {
+		pg->written += l->len;
 	}
 	l->file_off += l->len;
 	l->n = 0;
@@ -75,7 +85,8 @@ static int flush_pieces(struct pages *pg, struct piece_list *l)
 	return 0;
 }
 
-int pages_help(struct pages *pg, uint32_t idx, uint64_t from, struct ibcr_err *e)
+int pages_help(struct pages *pg, uint32_t idx, uint64_t from, uint32_t *sum,
+	       struct ibcr_err *e)
 {
 	const struct ibcr_process_state *ps = pg->ps;
 	const struct ibcr_vma *v;
@@ -90,7 +101,8 @@ int pages_help(struct pages *pg, uint32_t idx, uint64_t from, struct ibcr_err *e
 	if (!pg->help_buf)
 		pg->help_buf = xmalloc(HELP_BUF);
 	l = xcalloc(1, sizeof(*l));
-	l->file_off = ps->pages_off + v->data_off + from;
+	l->data_off = ps->pages_off + v->data_off;
+	l->file_off = l->data_off + from;
 	for (uint64_t r = v->run0; r < v->run0 + v->nruns && !rc; r++) {
 		uint64_t len = ps->runs[r].npages * size;
 
@@ -109,6 +121,7 @@ int pages_help(struct pages *pg, uint32_t idx, uint64_t from, struct ibcr_err *e
 	}
 	if (!rc)
 		rc = flush_pieces(pg, l);
+	*sum = l->sum;
 	free(l);
 	if (rc)
 		return ibcr_fail_errno(e, errno, "image %s: region %#llx-%#llx (%s): "
@@ -154,17 +167,18 @@ int64_t uffd_copy(int ufd, uint64_t dst, uint64_t src, uint64_t len)
  * The data of window [pos, end) in place, from its first page up, until
  * a page the core had put there; 1: met one, 0: not, -1: error. `data`
  * maps the region's data; the window's page tables are filled first and
- * dropped after, so our RSS grows by a window, not by the region.
+ * dropped after, so our RSS grows by a window, not by the region. What
+ * we put in is added to *sum.
  */
 static int uffd_window(struct pages *pg, const uint8_t *data, uint64_t pos, uint64_t end,
-		       uint64_t r, uint64_t run_pos, int ufd)
+		       uint64_t r, uint64_t run_pos, int ufd, uint32_t *sum)
 {
 	const struct ibcr_process_state *ps = pg->ps;
-	uint64_t size = (uint64_t)getpagesize();
+	uint64_t size = (uint64_t)getpagesize(), at = pos;
 	int met = 0;
 
 	madvise((void *)(data + pos), end - pos, MADV_POPULATE_READ);	/* < 5.14: faults */
-	for (uint64_t at = pos; at < end && !met; ) {
+	while (at < end && !met) {
 		uint64_t run_len, k;
 		int64_t done;
 
@@ -175,8 +189,11 @@ static int uffd_window(struct pages *pg, const uint8_t *data, uint64_t pos, uint
 		done = uffd_copy(ufd, ps->runs[r].addr + (at - run_pos),
 			       (uint64_t)(uintptr_t)(data + at), k);
 		met = done < 0 ? -1 : (uint64_t)done < k;
-		at += k;
+		done = done > 0 ? done : 0;
+		pg->copied += (uint64_t)done;
+		at += (uint64_t)done;
 	}
+	*sum = page_sum(*sum, data + pos, at - pos, size, pos / size);
 	madvise((void *)(data + pos), end - pos, MADV_DONTNEED);
 	return met;
 }
@@ -189,7 +206,8 @@ static int uffd_window(struct pages *pg, const uint8_t *data, uint64_t pos, uint
  * window, so every page is copied once and the work is shared by speed,
  * not by a fixed split.
  */
-static int uffd_windows(struct pages *pg, const struct ibcr_vma *v, uint64_t from, int ufd)
+static int uffd_windows(struct pages *pg, const struct ibcr_vma *v, uint64_t from, int ufd,
+			uint32_t *sum)
 {
 	const struct ibcr_process_state *ps = pg->ps;
 	uint64_t size = (uint64_t)getpagesize(), nwin, r = v->run0, run_pos = 0;
@@ -220,7 +238,7 @@ static int uffd_windows(struct pages *pg, const struct ibcr_vma *v, uint64_t fro
 			pos = from;
 		if (end > v->data_len)
 			end = v->data_len;
-		met = uffd_window(pg, data, pos, end, first_run[w], first_pos[w], ufd);
+		met = uffd_window(pg, data, pos, end, first_run[w], first_pos[w], ufd, sum);
 	}
 	munmap(data, v->data_len);
 	free(first_run);
@@ -239,7 +257,7 @@ int pages_take_fd(struct pages *pg, int fd)
 	return ufd;
 }
 
-int pages_help_uffd(struct pages *pg, uint32_t idx, uint64_t from, int fd,
+int pages_help_uffd(struct pages *pg, uint32_t idx, uint64_t from, int fd, uint32_t *sum,
 		    struct ibcr_err *e)
 {
 	const struct ibcr_process_state *ps = pg->ps;
@@ -254,7 +272,7 @@ int pages_help_uffd(struct pages *pg, uint32_t idx, uint64_t from, int fd,
 	ufd = pages_take_fd(pg, fd);
 	if (ufd < 0)
 		return 1;
-	rc = uffd_windows(pg, v, from, ufd);
+	rc = uffd_windows(pg, v, from, ufd, sum);
 	close(ufd);
 	if (rc)
 		return ibcr_fail_errno(e, errno, "image %s: region %#llx-%#llx (%s): copying "

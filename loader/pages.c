@@ -183,6 +183,7 @@ static int put_piece(struct pages *pg, uint64_t addr, const uint8_t *p, uint64_t
 	 * already there is an error like any other.
 	 */
 	done = uffd_copy(pg->ufd, addr, (uint64_t)(uintptr_t)p, k);
+	pg->copied += done > 0 ? (uint64_t)done : 0;
 	if (done >= 0 && (uint64_t)done < k)
 		errno = EEXIST;
 	return (uint64_t)done == k ? 0 : -1;
@@ -266,7 +267,8 @@ static int fill_region(struct pages *pg, uint32_t idx, struct ibcr_err *e)
 		b = &ps->blocks[k];
 		from = at - b->raw_off;
 		len = (b->raw_len - from < end - at) ? b->raw_len - from : end - at;
-		crc = page_sum(crc, s->raw + from, len, (size_t)getpagesize());
+		crc = page_sum(crc, s->raw + from, len, (size_t)getpagesize(),
+			       (at - v->data_off) / (uint64_t)getpagesize());
 		if (put(pg, v, at, s->raw + from, len))
 			return ibcr_fail_errno(e, errno, "writing region %#llx-%#llx (%s) into "
 					       "the restored process",

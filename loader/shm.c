@@ -267,7 +267,7 @@ static int fill_raw(int img_fd, const struct ibcr_process_state *ps, uint32_t i,
 					       "%#llx-%#llx", path,
 					       (unsigned long long)v->start,
 					       (unsigned long long)v->end);
-		crc = page_sum(crc, to, len, pg);
+		crc = page_sum(crc, to, len, pg, (off - ps->pages_off - v->data_off) / pg);
 		off += len;
 	}
 	if (crc != v->data_crc)

@@ -372,7 +372,7 @@ static int dump_direct(struct dump *d, uint64_t addr, uint64_t npages,
 				continue;
 			if (p != dst + kept)
 				memmove(dst + kept, p, pg);
-			d->crc = page_sum(d->crc, dst + kept, pg, pg);
+			d->crc = page_sum(d->crc, dst + kept, pg, pg, d->v->data_len / pg);
 			d->v->data_len += pg;
 			add_page(d, addr + i * pg, pg);
 			kept += pg;
@@ -403,7 +403,7 @@ static int dump_range(struct dump *d, uint64_t addr, uint64_t npages,
 			continue;
 		if (sink_put(&d->sink, p, pg, e))
 			return -1;
-		d->crc = page_sum(d->crc, p, pg, pg);
+		d->crc = page_sum(d->crc, p, pg, pg, d->v->data_len / pg);
 		d->v->data_len += pg;
 		add_page(d, addr + i * pg, pg);
 	}

@@ -136,7 +136,8 @@ uint32_t uffd_fill(struct plan *p, const struct plan_vma *v, int fd, uint64_t *u
 			met = done < k;
 			at += done;
 		}
-		sum = page_sum(sum, (const void *)(src + pos), at - pos, p->page_size);
+		sum = page_sum(sum, (const void *)(src + pos), at - pos, p->page_size,
+			       pos / p->page_size);
 		/* its page tables go too: our RSS grows by a window, not by the region */
 		sys_madvise((uint64_t)src + pos, len, MADV_DONTNEED);
 		pos = at;

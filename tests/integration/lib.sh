@@ -127,7 +127,8 @@ is_loader() {
 }
 
 # restart IMAGE: runs restart-loader in the background (stdout and stderr
-# to $T/loader.out unless LOADER_OUT is set; stderr to LOADER_ERR if set).
+# to $T/loader.out unless LOADER_OUT is set; stderr to LOADER_ERR if set;
+# options in LOADER_ARGS go before IMAGE).
 # Sets LPID (what to wait for) and RPID (the restored process, once it
 # shows up).
 restart() {
@@ -141,7 +142,7 @@ restart() {
 			[ "$fd" -gt 2 ] && [ "$fd" != "${LOADER_KEEP_FD:-}" ] && eval "exec $fd>&-"
 		done
 		[ -z "$err" ] || exec 2>>"$err"
-		exec timeout "${RESTART_TIMEOUT:-120}" "$LOADER" "$img"
+		exec timeout "${RESTART_TIMEOUT:-120}" "$LOADER" ${LOADER_ARGS:-} "$img"
 	) >>"$out" 2>&1 &
 	LPID=$!
 	STARTED+=("$LPID")

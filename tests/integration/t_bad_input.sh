@@ -110,9 +110,9 @@ done
 
 # at 20%, 50% and 90% of the largest region: the restart-loader fills the
 # end of a large one while the core fills the start (loader/pagehelp.c),
-# with a userfaultfd (they meet where their speeds take them: the core's
-# windows summed as it copies, the loader's in place) or, IBCR_NO_UFFD=1,
-# as where there is none (split at 55%)
+# with a userfaultfd (they meet where their speeds take them, each summing
+# the windows it copies) or, IBCR_NO_UFFD=1, as where there is none (split
+# at 55%)
 for pct in 20 50 90 20nouffd 90nouffd; do
 	cp "$T/good.ckpt" "$T/flip-pages$pct.ckpt"
 	region=$("${IMGTOOL[@]}" flip-region "$T/flip-pages$pct.ckpt" ${pct%nouffd})

@@ -20,7 +20,8 @@ for c in --compress --compress=zlib --compress=zstd:5; do
 	comp=$(stat -c %s "$T/img.ckpt")
 	[ "$comp" -lt $((raw / 3)) ] || fail "$c: image $comp bytes, uncompressed $raw: not 3x smaller"
 	before=$(last_tick "$T/prog.out")
-	restart "$T/img.ckpt"
+	rm -f "$T/loader.out"
+	LOADER_ARGS=--stats restart "$T/img.ckpt"
 	expect_pid "$pid" "$RPID"
 	wait_line "$T/prog.out" "^tick $((before + 1)) "
 	maps "$RPID" >"$T/maps.after"
@@ -28,6 +29,18 @@ for c in --compress --compress=zlib --compress=zstd:5; do
 	grep -q '^DONE' "$T/prog.out" || fail "$c: program did not finish"
 	grep -q FAIL "$T/prog.out" && fail "$c: program found its heap changed"
 	assert_ticks_continuous "$T/prog.out"
+	# the fast path must be the one taken, not a quiet fallback
+	stats=$(grep '^ibcr-stats:' "$T/loader.out") || fail "$c: no stats: $(cat "$T/loader.out")"
+	uffd=$(sed -n 's/.* uffd_kb=\([0-9]*\).*/\1/p' <<<"$stats")
+	written=$(sed -n 's/.* written_kb=\([0-9]*\).*/\1/p' <<<"$stats")
+	if [ -n "${IBCR_NO_UFFD:-}" ]; then
+		[ "$uffd" = 0 ] && [ "$written" -gt 0 ] ||
+			fail "$c: without a userfaultfd, yet: $stats"
+	else
+		# all but the odd read-only page (written after a populate)
+		[ "$uffd" -gt 0 ] && [ "$written" -lt $((uffd / 100)) ] ||
+			fail "$c: page data not put in through the userfaultfd: $stats"
+	fi
 	diff "$T/maps.before" "$T/maps.after" >"$T/maps.diff" ||
 		fail "$c: memory layout changed: $(cat "$T/maps.diff")"
 	note "$c: $raw -> $comp bytes"

@@ -48,10 +48,16 @@ static void xxh64_vectors(void **state)
 	assert_true(xxh64(s, strlen(s), 0) == 0xfbcea83c8a378bf1ull);
 	for (size_t i = 0; i < sizeof(pages); i++)
 		pages[i] = (uint8_t)(i * 7);
-	assert_int_equal(page_sum(page_sum(0, pages, PG, PG), pages + PG, 2 * PG, PG),
-			 page_sum(0, pages, 3 * PG, PG));
-	assert_int_equal(page_sum(0, pages, PG, PG), (uint32_t)xxh64(pages, PG, 0));
-	assert_int_not_equal(page_sum(0, pages, 3 * PG, PG), block_sum(pages, 3 * PG));
+	/* parts summed in any order, continued or added, give the whole's */
+	assert_int_equal(page_sum(page_sum(0, pages, PG, PG, 0), pages + PG, 2 * PG, PG, 1),
+			 page_sum(0, pages, 3 * PG, PG, 0));
+	assert_int_equal(page_sum(0, pages + 2 * PG, PG, PG, 2) + page_sum(0, pages, 2 * PG, PG, 0),
+			 page_sum(0, pages, 3 * PG, PG, 0));
+	assert_int_equal(page_sum(0, pages, 2 * PG, PG, 0),
+			 (uint32_t)xxh64(pages, PG, 0) + (uint32_t)xxh64(pages + PG, PG, 1));
+	/* a page in another place is another term */
+	assert_int_not_equal(page_sum(0, pages, PG, PG, 0), page_sum(0, pages, PG, PG, 1));
+	assert_int_not_equal(page_sum(0, pages, 3 * PG, PG, 0), block_sum(pages, 3 * PG));
 }
 
 /* A small but complete process: 2 threads, 3 regions, 1 file, 2 runs. */
@@ -153,7 +159,8 @@ static void write_test_image(void)
 	for (int i = 0; i < 3; i++) {
 		memset(page, 'a' + i, sizeof(page));
 		assert_int_equal(imgw_data(&w, page, sizeof(page), &e), 0);
-		ps.vmas[0].data_crc = page_sum(ps.vmas[0].data_crc, page, sizeof(page), PG);
+		ps.vmas[0].data_crc = page_sum(ps.vmas[0].data_crc, page, sizeof(page), PG,
+					       (uint64_t)i);
 	}
 	ps.vmas[0].data_len = 3 * PG;
 	assert_int_equal(imgw_end(&w, &e), 0);
