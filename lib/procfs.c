@@ -119,7 +119,12 @@ int maps_read(pid_t pid, int with_flags, struct maps_entry **out, size_t *n,
 		struct maps_entry m;
 
 		if (with_flags && cnt && !strncmp(line, "VmFlags:", 8)) {
-			v[cnt - 1].vmflags = parse_vmflags(line + 8);
+			v[cnt - 1].vmflags |= parse_vmflags(line + 8);
+			continue;
+		}
+		if (with_flags && cnt && !strncmp(line, "AnonHugePages:", 14)) {
+			if (strtoull(line + 14, NULL, 10))
+				v[cnt - 1].vmflags |= VMF_THP;
 			continue;
 		}
 		if (parse_line(line, &m))

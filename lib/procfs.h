@@ -23,6 +23,8 @@
 #define VMF_LOCKED 0x800	/* lo */
 #define VMF_ACCOUNT 0x1000	/* ac */
 #define VMF_MAYWRITE 0x2000	/* mw */
+/* no VmFlags mnemonic: smaps shows AnonHugePages above 0 */
+#define VMF_THP 0x80000000
 
 struct maps_entry {
 	uint64_t start, end, pgoff;

@@ -67,14 +67,16 @@ static uint32_t madv_of(uint32_t vmf)
 	       ((vmf & VMF_LOCKED) ? IBCR_MADV_LOCKED : 0);
 }
 
-#define VMAF_FROM_VMFLAGS (IBCR_VMAF_GROWSDOWN | IBCR_VMAF_NORESERVE | IBCR_VMAF_ACCOUNT)
+#define VMAF_FROM_VMFLAGS (IBCR_VMAF_GROWSDOWN | IBCR_VMAF_NORESERVE | IBCR_VMAF_ACCOUNT | \
+			   IBCR_VMAF_THP)
 
 void vma_set_vmflags(struct ibcr_vma *v, uint32_t vmf)
 {
 	v->flags = (v->flags & ~(uint32_t)VMAF_FROM_VMFLAGS) |
 		   ((vmf & VMF_GROWSDOWN) ? IBCR_VMAF_GROWSDOWN : 0) |
 		   ((vmf & VMF_NORESERVE) ? IBCR_VMAF_NORESERVE : 0) |
-		   ((vmf & VMF_ACCOUNT) ? IBCR_VMAF_ACCOUNT : 0);
+		   ((vmf & VMF_ACCOUNT) ? IBCR_VMAF_ACCOUNT : 0) |
+		   ((vmf & VMF_THP) ? IBCR_VMAF_THP : 0);
 	v->madv = madv_of(vmf);
 }
 

@@ -38,7 +38,12 @@ int uffd_open(struct plan *p, const struct plan_vma *v)
 	};
 	long fd;
 
-	if (p->flags & PLAN_NO_UFFD)
+	/*
+	 * UFFDIO_COPY maps 4 KiB pages only: memory that had huge pages is
+	 * faulted in by the kernel instead (populate, then copy), which gives
+	 * it huge pages where it gave them to the original.
+	 */
+	if ((p->flags & PLAN_NO_UFFD) || (v->flags & IBCR_VMAF_THP))
 		return -1;
 	fd = SYS(__NR_userfaultfd, CORE_O_CLOEXEC | UFFD_USER_MODE_ONLY, 0, 0, 0, 0, 0);
 	if (fd < 0)
