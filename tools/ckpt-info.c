@@ -104,12 +104,16 @@ static void print_vmas(const struct ibcr_process_state *ps)
 	printf("  regions: %u\n", ps->nvmas);
 	for (uint32_t i = 0; i < ps->nvmas; i++) {
 		const struct ibcr_vma *v = &ps->vmas[i];
+		char kind[32];
 
+		/* +thp: it had transparent huge pages, and gets them again */
+		snprintf(kind, sizeof(kind), "%s%s", kind_name(v),
+			 (v->flags & IBCR_VMAF_THP) ? "+thp" : "");
 		printf("    %012llx-%012llx %c%c%c%c %-11s %10llu  %s\n",
 		       (unsigned long long)v->start, (unsigned long long)v->end,
 		       (v->prot & PROT_READ) ? 'r' : '-', (v->prot & PROT_WRITE) ? 'w' : '-',
 		       (v->prot & PROT_EXEC) ? 'x' : '-',
-		       (v->flags & IBCR_VMAF_SHARED) ? 's' : 'p', kind_name(v),
+		       (v->flags & IBCR_VMAF_SHARED) ? 's' : 'p', kind,
 		       (unsigned long long)v->data_len, ps->vma_names[i]);
 		total += v->data_len;
 	}
