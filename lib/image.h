@@ -444,8 +444,9 @@ enum ibcr_vma_kind {
 #define IBCR_VMAF_NAMED 0x200	/* SHMEM: a file (tmpfs or mapped writable */
 				/* shared) whose mapped content is saved; */
 				/* the region's name is its path */
-#define IBCR_VMAF_THP 0x400	/* had transparent huge pages: filled so */
-				/* that the kernel can give them again */
+#define IBCR_VMAF_THP 0x400	/* had transparent huge pages (with */
+				/* IBCR_MADV_HUGEPAGE: filled so that the */
+				/* kernel gives them again) */
 
 /* madvise state (from smaps VmFlags). */
 #define IBCR_MADV_HUGEPAGE 0x1

@@ -39,11 +39,16 @@ int uffd_open(struct plan *p, const struct plan_vma *v)
 	long fd;
 
 	/*
-	 * UFFDIO_COPY maps 4 KiB pages only: memory that had huge pages is
-	 * faulted in by the kernel instead (populate, then copy), which gives
-	 * it huge pages where it gave them to the original.
+	 * UFFDIO_COPY maps 4 KiB pages only: memory that the program asked
+	 * to have in huge pages (MADV_HUGEPAGE) and had in them is faulted
+	 * in by the kernel instead (populate, then copy), which gives it
+	 * huge pages again. Huge pages that came from THP "always" alone are
+	 * left to khugepaged, as for any memory then: the populate path
+	 * costs an extra zeroing where the kernel zeroes on allocation
+	 * (docs/design.md, "Huge pages come back").
 	 */
-	if ((p->flags & PLAN_NO_UFFD) || (v->flags & IBCR_VMAF_THP))
+	if ((p->flags & PLAN_NO_UFFD) ||
+	    ((v->flags & IBCR_VMAF_THP) && (v->madv & IBCR_MADV_HUGEPAGE)))
 		return -1;
 	fd = SYS(__NR_userfaultfd, CORE_O_CLOEXEC | UFFD_USER_MODE_ONLY, 0, 0, 0, 0, 0);
 	if (fd < 0)
