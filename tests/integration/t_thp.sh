@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Memory the program had in transparent huge pages is in huge pages again
 # right after the restore, not in 4 KiB pages waiting for khugepaged:
-# tests/progs/thp prints its region's AnonHugePages every tick. Both with
-# the saver running the process on (snapshot) and with --kill.
+# tests/progs/thp prints its region's AnonHugePages every tick. With the
+# saver running the process on (snapshot), with --kill, and with --kill
+# --compress (the loader writes the data in).
 . "$(dirname "$0")/lib.sh"
 
 thp=/sys/kernel/mm/transparent_hugepage/enabled
@@ -27,7 +28,7 @@ save() {
 	"$INFO" --verify "$img" >"$T/info.out" 2>&1 || fail "ckpt-info --verify $img failed"
 }
 
-for how in run kill; do
+for how in run kill compress; do
 	out=$T/$how.out
 	start "$out" "$PROGS/thp" 60 50
 	pid=$PID
@@ -35,8 +36,8 @@ for how in run kill; do
 	before=$(thp_at "$out" 2)
 	[ "${before:-0}" -gt 0 ] ||
 		fail "$how: the kernel gave the program no huge pages before the checkpoint ($before kB)"
-	if [ $how = kill ]; then
-		save "$pid" "$T/$how.ckpt" --kill
+	if [ $how != run ]; then
+		save "$pid" "$T/$how.ckpt" --kill $([ $how = compress ] && echo --compress)
 		wait "$pid" 2>/dev/null || true
 		saved=$(last_tick "$out")
 		restart "$T/$how.ckpt"
