@@ -19,8 +19,10 @@ uint64_t xxh64(const void *p, size_t len, uint64_t seed);
  * `len` bytes (a multiple of `page`) from page `index` on. The terms do
  * not depend on each other, so parts summed in any order, by several
  * threads or processes, add up to the region's sum: the restore's two
- * fillers each sum what they put in. The index seed makes a page put in
- * the wrong place count as corrupt.
+ * fillers each sum what they put in. The index seed makes pages of the
+ * image found in another order (swapped, shifted) count as corrupt. The
+ * sums check the image's bytes and that each page was put in once, not
+ * the address each went to: that is the run table's.
  */
 uint32_t page_sum(uint32_t sum, const void *p, size_t len, size_t page, uint64_t index);
 

@@ -236,10 +236,12 @@ static uint32_t fill_head(struct plan *p, const struct plan_vma *v, uint64_t lim
  * Both parts: with a userfaultfd (uffd.c) if we may have one, by the
  * core's usual fill and process_vm_writev otherwise. Each side sums the
  * pages it put in (page_sum's terms are independent, xxh64.h), and the
- * caller checks the total: a page that nobody put in, or one put in
- * from the wrong place, leaves the total wrong. Until 2026-11-30 the
- * sum was a chain, and the core summed the loader's part in place after
- * the fill, alone (~6% of a 1 GiB restore in the TCG guest).
+ * caller checks the total: a damaged page of the image, or one that
+ * nobody put in, leaves the total wrong. Until 2026-11-30 the sum was a
+ * chain, and the core summed the loader's part in place after the fill,
+ * alone (~6% of a 1 GiB restore in the TCG guest); that also read back
+ * what the loader's writes had left, which no sum does now: where each
+ * page goes is the run table's, as in the core's own part.
  */
 static uint32_t fill_together(struct plan *p, const struct plan_vma *v)
 {
