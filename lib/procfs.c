@@ -104,7 +104,7 @@ static int parse_line(const char *line, struct maps_entry *m)
 int maps_read(pid_t pid, int with_flags, struct maps_entry **out, size_t *n,
 	      struct ibcr_err *e)
 {
-	char path[64], *text, *line, *save = NULL;
+	char path[64], *text = NULL, *line, *save = NULL;
 	struct maps_entry *v = NULL;
 	size_t cnt = 0, cap = 0;
 

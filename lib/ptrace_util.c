@@ -197,7 +197,7 @@ static int next_syscall_stop(pid_t tid, struct sysinfo_head *si, unsigned long *
 
 int pt_run_until_syscall_exit(pid_t tid, long nr, struct ibcr_err *e)
 {
-	struct sysinfo_head si;
+	struct sysinfo_head si = { 0 };
 
 	do {
 		if (next_syscall_stop(tid, &si, NULL, e))
@@ -215,7 +215,7 @@ int pt_inject_syscall_ev(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
 {
 	struct arch_gpregs saved, r;
 	uint64_t mask;
-	struct sysinfo_head si;
+	struct sysinfo_head si = { 0 };
 	int rc = -1;
 
 	if (pt_getregs(tid, &saved, e) || pt_getsigmask(tid, &mask, e) ||

@@ -77,7 +77,7 @@ static int add_watches(int fd, const struct ibcr_files *f, uint32_t i, struct ib
 
 	for (uint64_t k = 0; k < f->objs[i].aux[0] && !rc; k++) {
 		const char *path = NULL;
-		struct wrec w;
+		struct wrec w = { 0 };
 		int got;
 
 		if ((rc = next_watch(f, i, &off, &w, &path, e)))

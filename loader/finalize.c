@@ -94,7 +94,7 @@ int finalize(pid_t child, int status_fd, int control_fd, int verbose,
 	    read_child(child, plan_addr, &p, sizeof(p)) || p.magic != PLAN_MAGIC)
 		return ibcr_fail(e, "restored process %d: cannot read its restore plan",
 				 (int)child);
-	if (list_tasks(child, &tids, &n) || n != p.nthreads || seize_all(tids, n, e)) {
+	if (list_tasks(child, &tids, &n) || !n || n != p.nthreads || seize_all(tids, n, e)) {
 		if (verbose)
 			fprintf(stderr, "restart-loader: cannot trace the restored process "
 				"(%s); its restore area stays mapped at %#llx\n",

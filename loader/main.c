@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "loader.h"
 
 void run_child(struct restore *rs);
@@ -366,10 +367,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
-	j = calloc(r.hdr.nprocs, sizeof(*j));
-	if (!j || imgr_load_files(&r, &files, &e) || preflight_files(&files, &e) ||
+	j = xcalloc(r.hdr.nprocs, sizeof(*j));
+	if (imgr_load_files(&r, &files, &e) || preflight_files(&files, &e) ||
 	    prepare(&r, j, &files, verbose, &e)) {
-		fprintf(stderr, "restart-loader: %s\n", j ? e.msg : "out of memory");
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
 	/* checked, then made again: a conflict stops us before any change */

@@ -46,10 +46,17 @@ static char *take_str(struct arena *a, const char *s)
 	return strcpy(take(a, strlen(s) + 1, 1), s);
 }
 
+/* The core's bytes: the assembler's symbols at its two ends (blob.asm). */
+static size_t blob_size(void)
+{
+	// cppcheck-suppress comparePointers
+	return (size_t)(ibcr_core_blob_end - ibcr_core_blob);
+}
+
 static size_t hole_size(const struct restore *rs, size_t pg)
 {
 	const struct ibcr_process_state *ps = rs->ps;
-	size_t n = (size_t)(ibcr_core_blob_end - ibcr_core_blob) + sizeof(struct plan) +
+	size_t n = blob_size() + sizeof(struct plan) +
 		   CORE_STACK + BOUNCE + 64 * 1024;
 
 	n += ps->nvmas * (sizeof(struct plan_vma) + 16) + ps->nruns * sizeof(struct ibcr_run);
@@ -282,7 +289,7 @@ static void plan_fds(struct plan *p, struct arena *a, struct restore *rs)
 int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	       uint64_t *sp, struct ibcr_err *e)
 {
-	size_t pg = (size_t)getpagesize(), blob = (size_t)(ibcr_core_blob_end - ibcr_core_blob);
+	size_t pg = (size_t)getpagesize(), blob = blob_size();
 	size_t park = count_park(rs->ps), size = hole_size(rs, pg);
 	const struct core_blob_head *head = (const void *)ibcr_core_blob;
 	struct arena a;

@@ -337,7 +337,8 @@ static void object_sizes(struct job *j, uint32_t n, const struct ibcr_sysv *sv,
 
 int shm_prepare(struct job *j, uint32_t n, const struct ibcr_sysv *sv, struct ibcr_err *e)
 {
-	const struct ibcr_process_state **all = xmalloc(sizeof(*all) * (n + 1));
+	const struct ibcr_process_state **all =
+		xmalloc(sizeof(*all) * (n + 1));	// NOLINT(bugprone-sizeof-expression): of pointers
 	struct shm_obj *o;
 	uint32_t m;
 	int rc = 0;
@@ -347,7 +348,6 @@ int shm_prepare(struct job *j, uint32_t n, const struct ibcr_sysv *sv, struct ib
 		all[k] = &j[k].ps;
 	for (uint32_t x = 0; x < m && !rc; x++) {
 		long mfd;
-		void *p;
 
 		if (find_free(all, n, o[x].size, &o[x].addr, e))
 			rc = -1;
@@ -357,9 +357,8 @@ int shm_prepare(struct job *j, uint32_t n, const struct ibcr_sysv *sv, struct ib
 			rc = named_open(j, n, &o[x], e);
 		else if ((mfd = memfd_object(j[0].rs.files, &o[x])) >= 0)
 			rc = memfd_map(j[0].rs.files, (uint32_t)mfd, &o[x], e);
-		else if ((p = mmap((void *)(uintptr_t)o[x].addr, o[x].size, PROT_READ | PROT_WRITE,
-				   MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0)) ==
-			 MAP_FAILED)
+		else if (mmap((void *)(uintptr_t)o[x].addr, o[x].size, PROT_READ | PROT_WRITE,
+			      MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) == MAP_FAILED)
 			rc = ibcr_fail_errno(e, errno, "creating a shared memory object of "
 					     "%llu bytes", (unsigned long long)o[x].size);
 	}

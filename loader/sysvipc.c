@@ -93,7 +93,7 @@ static int check_all(const struct ibcr_sysvipc *s, struct ibcr_err *e)
 {
 	for (uint32_t i = 0; i < s->nsets; i++) {
 		const struct ibcr_sysv_sem *r = &s->sets[i];
-		struct semid_ds ds;
+		struct semid_ds ds = { 0 };
 		union semun arg = { .buf = &ds };
 		int rc = check_one(&SEM, r->id, r->key, e);
 

@@ -30,8 +30,7 @@ struct watch {
 	uint32_t wd, mask;
 	uint64_t ino;
 	dev_t dev;
-	int htype;
-	unsigned hbytes;
+	unsigned htype, hbytes;
 	char handle[260];	/* hex */
 	char path[PATH_MAX];
 };
@@ -133,7 +132,7 @@ static int handle_path(struct watch *w)
 		return 0;
 	fh = xmalloc(sizeof(*fh) + w->hbytes);
 	fh->handle_bytes = w->hbytes;
-	fh->handle_type = w->htype;
+	fh->handle_type = (int)w->htype;
 	for (unsigned i = 0; i < w->hbytes; i++) {
 		unsigned v;
 
@@ -334,7 +333,8 @@ int inotify_capture(pid_t pid, int fd, struct ibcr_fobj *o, uint8_t **data,
 
 	if (unread_events(pid, fd, e) || read_watches(pid, fd, &w, &n, e))
 		return -1;
-	qsort(w, n, sizeof(*w), cmp_wd);
+	if (n)	/* w is NULL without watches */
+		qsort(w, n, sizeof(*w), cmp_wd);
 	for (uint32_t i = 0; i < n; i++) {
 		if (!handle_path(&w[i]) && !search_process(pid, w, i, &w[i])) {
 			ibcr_fail(e, "pid %d fd %d: inotify watch %u is on inode %llu of device "

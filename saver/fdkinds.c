@@ -145,9 +145,9 @@ static int timer_now(pid_t pid, int fd, clockid_t clk, struct itimerspec *cur,
 
 static int cap_timerfd(pid_t pid, int fd, struct ibcr_fobj *o, struct ibcr_err *e)
 {
-	uint64_t clk, ticks, flags;
-	struct itimerspec cur;
-	struct timespec now;
+	uint64_t clk = 0, ticks = 0, flags = 0;
+	struct itimerspec cur = { 0 };
+	struct timespec now = { 0 };
 	char *s;
 	int rc;
 

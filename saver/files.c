@@ -139,7 +139,8 @@ static int list_fds(pid_t pid, int **out, uint32_t *n, struct ibcr_err *e)
 			v[cnt++] = atoi(d->d_name);
 		}
 	closedir(dir);
-	qsort(v, cnt, sizeof(int), cmp_int);
+	if (cnt)	/* v is NULL without descriptors */
+		qsort(v, cnt, sizeof(int), cmp_int);
 	*out = v;
 	*n = cnt;
 	return 0;

