@@ -13,7 +13,7 @@ for t in cppcheck clang-tidy; do
 	command -v $t >/dev/null || { echo "lint: $t missing (apt-get install $t)" >&2; exit 2; }
 done
 JOBS=$(nproc)
-BASE="-D_GNU_SOURCE -Ilib -Iarch -Iarch/$ARCH -Iloader/core -Iverbs -idirafter $UAPI"
+BASE="-Wall -Wextra -Wshadow -Wno-unused-parameter -D_GNU_SOURCE -Ilib -Iarch -Iarch/$ARCH -Iloader/core -Iverbs -idirafter $UAPI"
 CORE="$BASE -ffreestanding -nostdinc -isystem $(gcc -print-file-name=include) \
 -include loader/core/hidden.h"
 fail=0

@@ -29,11 +29,6 @@
 #define SAH(x) ((struct sah *)(x))
 #define SCHAN(x) ((struct schan *)(x))
 
-static inline struct ibv_context *rctx(struct ibv_context *c)
-{
-	return is_vctx(c) ? SCTX(c)->real : c;
-}
-
 static inline struct ibv_qp *rqp(struct ibv_qp *q)
 {
 	return IS_V(q) ? SQP(q)->real : q;

@@ -75,6 +75,23 @@ checkpoint() {
 	"$INFO" --verify "$img" >"$T/info.out" 2>&1 || fail "ckpt-info --verify $img failed"
 }
 
+# checkpoint_retry PID IMAGE [SAVER-ARGS...]: checkpoint, for a program
+# that reads its own /proc/self/smaps: a checkpoint that catches it with
+# that file open is refused, nothing written (t_fdrefuse), and is tried
+# again, as a user would, up to 30 times.
+checkpoint_retry() {
+	local pid=$1 img=$2 i
+	shift 2
+	rm -f "$img"
+	for ((i = 1; i <= 30; i++)); do
+		"$SAVER" "$@" -o "$img" "$pid" 2>"$T/saver.err" && break
+		grep -q "/smaps is a file of a process in the checkpoint" "$T/saver.err" ||
+			fail "saver $* -o $img $pid failed: $(cat "$T/saver.err")"
+	done
+	[ -s "$img" ] || fail "no image $img after 30 tries: $(cat "$T/saver.err")"
+	"$INFO" --verify "$img" >"$T/info.out" 2>&1 || fail "ckpt-info --verify $img failed"
+}
+
 # checkpoint_kill PID IMAGE: checkpoint with --kill, and reap the process.
 checkpoint_kill() {
 	checkpoint "$1" "$2" --kill

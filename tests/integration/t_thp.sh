@@ -13,21 +13,6 @@ grep -q '\[never\]' "$thp" 2>/dev/null &&
 # thp_at FILE TICK: the thp_kb of that tick
 thp_at() { sed -n "s/^tick $2 thp_kb=\([0-9-]*\) .*/\1/p" "$1"; }
 
-# save PID IMAGE [ARGS...]: the program reads its own smaps every tick,
-# and a checkpoint that catches it with that file open is refused
-# (t_fdrefuse), nothing written: tried again then, as a user would
-save() {
-	local pid=$1 img=$2 i
-	shift 2
-	for ((i = 0; i < 30; i++)); do
-		"$SAVER" "$@" -o "$img" "$pid" 2>"$T/saver.err" && break
-		grep -q "/smaps is a file of a process in the checkpoint" "$T/saver.err" ||
-			fail "saver $* -o $img $pid failed: $(cat "$T/saver.err")"
-	done
-	[ -s "$img" ] || fail "no image after $i tries: $(cat "$T/saver.err")"
-	"$INFO" --verify "$img" >"$T/info.out" 2>&1 || fail "ckpt-info --verify $img failed"
-}
-
 for how in run kill compress; do
 	out=$T/$how.out
 	start "$out" "$PROGS/thp" 60 50
@@ -37,14 +22,14 @@ for how in run kill compress; do
 	[ "${before:-0}" -gt 0 ] ||
 		fail "$how: the kernel gave the program no huge pages before the checkpoint ($before kB)"
 	if [ $how != run ]; then
-		save "$pid" "$T/$how.ckpt" --kill $([ $how = compress ] && echo --compress)
+		checkpoint_retry "$pid" "$T/$how.ckpt" --kill $([ $how = compress ] && echo --compress)
 		wait "$pid" 2>/dev/null || true
 		saved=$(last_tick "$out")
 		restart "$T/$how.ckpt"
 		expect_pid "$pid" "$RPID"
 		wait_line "$out" "^tick $((saved + 1)) "
 	else
-		save "$pid" "$T/$how.ckpt"
+		checkpoint_retry "$pid" "$T/$how.ckpt"
 		replace "$pid" "$T/$how.ckpt" "$out" 1
 		saved=$KILLED
 	fi

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "smaps.h"
+
 #define PAGES 16
 
 struct region {
@@ -58,24 +60,7 @@ static uint64_t mix(uint64_t x)
 /* The VmFlags line of the region starting at addr, or "" when absent. */
 static void vmflags_of(uintptr_t addr, char *out, size_t len)
 {
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
-	int in = 0;
-
-	out[0] = 0;
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long s, e;
-
-		if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
-			in = addr >= s && addr < e;
-		else if (in && !strncmp(line, "VmFlags:", 8)) {
-			snprintf(out, len, "%s", line + 8);
-			break;
-		}
-	}
-	fclose(f);
+	smaps_field(addr, "VmFlags:", out, len);
 }
 
 static int has_flag(const char *flags, const char *flag)

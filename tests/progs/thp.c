@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "smaps.h"
+
 #define HUGE (2ul << 20)
 
 static uint64_t mix(uint64_t x)
@@ -31,22 +33,12 @@ static uint64_t mix(uint64_t x)
 /* AnonHugePages of the region starting at addr, in kB; -1 when absent. */
 static long thp_kb(uintptr_t addr)
 {
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
-	long kb = -1;
-	int in = 0;
+	char val[512];
+	long kb;
 
-	if (!f)
+	if (smaps_field(addr, "AnonHugePages:", val, sizeof(val)) ||
+	    sscanf(val, "%ld", &kb) != 1)
 		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long s, e;
-
-		if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
-			in = addr >= s && addr < e;
-		else if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
-			break;
-	}
-	fclose(f);
 	return kb;
 }
 
