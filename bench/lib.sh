@@ -20,12 +20,12 @@ RAW_HEADER=where,workload,config,rep,freeze_ms,stall_ms,ckpt_ms,capture_ms,write
 
 FAILURES=0
 WAIT_S=${IBCR_BENCH_WAIT_S:-300}   # longest wait for one workload line
-# How often wait_line looks at a workload's log. Every time it measures
+# How often the log is looked at while a restore runs. Every time measured
 # comes from timestamps (the workload's, benchexec's), not from when the
 # harness notices a line, so polling less often loses nothing; polling
 # costs CPU the measured restore may want: in the TCG guest, every 10 ms
 # took 8% of a CPU, which ibcr's fill (on both CPUs) lost and CRIU's (on
-# one) did not.
+# one) did not. Other waits (answers to signals) poll every 10 ms.
 POLL_S=${IBCR_BENCH_POLL_S:-0.1}
 
 # The harness forks as little as it can: in the TCG guest every fork+exec
@@ -74,11 +74,12 @@ dec() { printf -v DEC '%d.%d' $(($1 / 10)) $(($1 % 10)); }
 
 read_file() { READ=; [[ -r $1 ]] && IFS='' read -r READ <"$1"; return 0; }
 
-# wait_line FILE FROM REGEX: waits until FILE has, after its first FROM
-# lines, a line matching REGEX; sets LINE. Polls every POLL_S, WAIT_S
-# seconds at most.
+# wait_line FILE FROM REGEX [POLL]: waits until FILE has, after its first
+# FROM lines, a line matching REGEX; sets LINE. Polls every POLL seconds
+# (0.01 by default), WAIT_S seconds at most.
 wait_line() {
-    local file=$1 from=$2 re=$3 fd n=0 part='' l deadline=$((EPOCHSECONDS + WAIT_S))
+    local file=$1 from=$2 re=$3 poll=${4:-0.01} fd n=0 part='' l
+    local deadline=$((EPOCHSECONDS + WAIT_S))
     LINE=''
     exec {fd}<"$file" || return 1
     while :; do
@@ -100,7 +101,7 @@ wait_line() {
             tail -n 5 "$file" >&2
             return 1
         fi
-        nap "$POLL_S"
+        nap "$poll"
     done
 }
 
@@ -292,7 +293,7 @@ restore_with() {
         LOADER_RSS=${KV[maxrss_kb]}
     fi
     # The restored program's first heartbeat, after its long gap.
-    if ! wait_line "$WL_LOG" "$n" '^gap '; then
+    if ! wait_line "$WL_LOG" "$n" '^gap ' "$POLL_S"; then
         [[ $kind == criu ]] && criu_evidence "$img"
         fail "$WL_NAME: the restored program never ran ($kind): $(tail -n 3 "$err")"
         kill "$LOADER_PID" 2>/dev/null
