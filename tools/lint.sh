@@ -21,11 +21,11 @@ if [ "${1:-}" = aarch64 ]; then
 	echo "lint: clang-tidy, arch/aarch64"
 	fail=0
 	for f in arch/aarch64/*.c; do
-		out=$(clang-tidy --quiet "$f" -- --target=aarch64-linux-musl -nostdlibinc \
+		if ! out=$(clang-tidy --quiet "$f" -- --target=aarch64-linux-musl -nostdlibinc \
 			-isystem "$MUSL" $WARN -D_GNU_SOURCE -Ilib -Iarch -Iarch/aarch64 \
-			-Iloader/core -idirafter "$UAPI" 2>/dev/null)
-		if grep -q "warning:\|error:" <<<"$out"; then
-			printf '%s\n' "$out"
+			-Iloader/core -idirafter "$UAPI" 2>&1) ||
+		   grep -q "warning:\|error:" <<<"$out"; then
+			printf '%s: clang-tidy failed\n%s\n' "$f" "$out"
 			fail=1
 		fi
 	done
@@ -58,9 +58,11 @@ tidy() {
 	case $f in
 	loader/core/*|arch/*/core_arch.c) flags=$CORE ;;
 	esac
-	out=$(clang-tidy --quiet "$f" -- $flags 2>/dev/null)
-	if [ -n "$out" ] && grep -q "warning:\|error:" <<<"$out"; then
-		printf '%s\n' "$out"
+	# a finding fails (WarningsAsErrors), and so does a clang-tidy that
+	# could not run at all: its status, not only its output, decides
+	if ! out=$(clang-tidy --quiet "$f" -- $flags 2>&1) ||
+	   grep -q "warning:\|error:" <<<"$out"; then
+		printf '%s: clang-tidy failed\n%s\n' "$f" "$out"
 		return 1
 	fi
 }
