@@ -20,6 +20,8 @@ void buf_free(struct buf *b);
 /* malloc/calloc/realloc that abort with a message instead of failing. */
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
+/* align: a power of two, a multiple of sizeof(void *); free() frees it */
+void *xmalloc_aligned(size_t align, size_t n);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 

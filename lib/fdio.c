@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "fdio.h"
 
-int write_full(int fd, const void *p, size_t n)
+/* off < 0: write(2) at the file position; else pwrite(2) at off. */
+static int out_full(int fd, const void *p, size_t n, int64_t off)
 {
 	const uint8_t *c = p;
 
 	while (n) {
-		ssize_t k = write(fd, c, n);
+		ssize_t k = off < 0 ? write(fd, c, n) : pwrite(fd, c, n, (off_t)off);
 
 		if (k < 0 && errno == EINTR)
 			continue;
@@ -20,8 +22,20 @@ int write_full(int fd, const void *p, size_t n)
 		}
 		c += k;
 		n -= (size_t)k;
+		if (off >= 0)
+			off += k;
 	}
 	return 0;
+}
+
+int write_full(int fd, const void *p, size_t n)
+{
+	return out_full(fd, p, n, -1);
+}
+
+int pwrite_full(int fd, const void *p, size_t n, uint64_t off)
+{
+	return out_full(fd, p, n, (int64_t)off);
 }
 
 /* off < 0: read(2) from the file position; else pread(2) at off. */
@@ -55,4 +69,14 @@ int read_full(int fd, void *p, size_t n)
 int pread_full(int fd, void *p, size_t n, uint64_t off)
 {
 	return in_full(fd, p, n, (int64_t)off);
+}
+
+int fd_set_direct(int fd, int on)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0)
+		return -1;
+	fl = on ? fl | O_DIRECT : fl & ~O_DIRECT;
+	return fcntl(fd, F_SETFL, fl) ? -1 : 0;
 }

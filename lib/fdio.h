@@ -11,7 +11,13 @@
  * wrote nothing).
  */
 int write_full(int fd, const void *p, size_t n);
+int pwrite_full(int fd, const void *p, size_t n, uint64_t off);
 int read_full(int fd, void *p, size_t n);
 int pread_full(int fd, void *p, size_t n, uint64_t off);
+/*
+ * Turns O_DIRECT on or off for an open file: 0, or -1 with errno set
+ * (EINVAL when the file system cannot do direct I/O).
+ */
+int fd_set_direct(int fd, int on);
 
 #endif

@@ -27,10 +27,20 @@ struct img_writer {
 	uint64_t sec_off;
 	struct ibcr_sec_hdr sec;
 	uint32_t sec_crc;
+	/* streamed sections' final headers, written at commit (imgw_end) */
+	struct imgw_patch {
+		uint64_t off;
+		struct ibcr_sec_hdr hdr;
+	} *patch;
+	size_t npatch;
+	uint64_t direct_bytes;	/* after commit: written by direct I/O */
 };
 
+/* imgw_open's flags */
+#define IMGW_DIRECT 1u	/* page data past the page cache: wqueue.h */
+
 int imgw_open(struct img_writer *w, const char *path, uint32_t arch,
-	      uint32_t nprocs, struct ibcr_err *e);
+	      uint32_t nprocs, unsigned flags, struct ibcr_err *e);
 int imgw_section(struct img_writer *w, uint32_t type, uint32_t proc,
 		 const char *name, const void *payload, uint64_t size,
 		 struct ibcr_err *e);

@@ -11,6 +11,7 @@
 
 #include "buf.h"
 #include "crc32c.h"
+#include "fdio.h"
 #include "image_io.h"
 #include "wqueue.h"
 
@@ -73,7 +74,7 @@ static void seal_sec(struct ibcr_sec_hdr *h)
 }
 
 int imgw_open(struct img_writer *w, const char *path, uint32_t arch,
-	      uint32_t nprocs, struct ibcr_err *e)
+	      uint32_t nprocs, unsigned flags, struct ibcr_err *e)
 {
 	struct ibcr_file_hdr h;
 	struct timespec ts;
@@ -91,7 +92,7 @@ int imgw_open(struct img_writer *w, const char *path, uint32_t arch,
 		free(w->tmp);
 		return -1;
 	}
-	w->q = wq_open(w->fd);
+	w->q = wq_open(w->fd, !!(flags & IMGW_DIRECT));
 	if (!w->q) {
 		ibcr_fail(e, "creating image %s: no thread to write it", w->tmp);
 		close(w->fd);
@@ -212,18 +213,37 @@ int imgw_fill(struct img_writer *w, size_t n, struct ibcr_err *e)
 	return w->wlen == WQ_BUF_SIZE ? flush(w, e) : 0;
 }
 
+/*
+ * The header goes in at commit, not now: writing it now would need what
+ * is buffered in the file first, a short write in the middle of the
+ * file, and the direct writes after it would be unaligned.
+ */
 int imgw_end(struct img_writer *w, struct ibcr_err *e)
 {
+	(void)e;
 	w->sec.size = imgw_payload_pos(w);
 	w->sec.data_crc = w->sec_crc;
 	seal_sec(&w->sec);
 	w->streaming = 0;
-	if (drain(w, e))
-		return -1;
-	if (pwrite(w->fd, &w->sec, sizeof(w->sec), (off_t)w->sec_off) !=
-	    (ssize_t)sizeof(w->sec))
-		return ibcr_fail_errno(e, errno, "writing image %s", w->path);
+	w->patch = xrealloc(w->patch, (w->npatch + 1) * sizeof(*w->patch));
+	w->patch[w->npatch++] = (struct imgw_patch){ w->sec_off, w->sec };
 	w->nsections++;
+	return 0;
+}
+
+/* The streamed sections' headers, through the page cache (unaligned). */
+static int write_patches(struct img_writer *w, struct ibcr_err *e)
+{
+	if (w->npatch && fd_set_direct(w->fd, 0))
+		return ibcr_fail_errno(e, errno, "writing image %s", w->tmp);
+	for (size_t i = 0; i < w->npatch; i++) {
+		const struct imgw_patch *p = &w->patch[i];
+		ssize_t k = pwrite(w->fd, &p->hdr, sizeof(p->hdr), (off_t)p->off);
+
+		if (k != (ssize_t)sizeof(p->hdr))
+			return ibcr_fail_errno(e, k < 0 ? errno : ENOSPC,
+					       "writing image %s", w->tmp);
+	}
 	return 0;
 }
 
@@ -253,8 +273,11 @@ int imgw_commit(struct img_writer *w, struct ibcr_err *e)
 			 sizeof(end), e) ||
 	    drain(w, e))
 		goto fail;
+	w->direct_bytes = wq_direct_bytes(w->q);
 	wq_close(w->q);
 	w->q = NULL;
+	if (write_patches(w, e))
+		goto fail;
 	if (fsync(w->fd)) {
 		ibcr_fail_errno(e, errno, "syncing image %s", w->tmp);
 		goto fail;
@@ -291,6 +314,9 @@ void imgw_abort(struct img_writer *w)
 		unlink(w->tmp);
 	free(w->tmp);
 	free(w->path);
+	free(w->patch);
+	w->patch = NULL;
+	w->npatch = 0;
 	w->wbuf = NULL;
 	w->tmp = w->path = NULL;
 }

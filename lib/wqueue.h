@@ -15,12 +15,22 @@
  *
  * Errors of the thread (a full disk) come back from the next wq_submit
  * or wq_drain as -1 with errno set.
+ *
+ * Direct (wq_open's `direct`): the file is written with O_DIRECT, from
+ * the buffers straight to the disk, while whole buffers come (all but
+ * the last of a file written in one go); the rest goes through the page
+ * cache. A file system without direct I/O gets the page cache only.
+ * docs/design.md, "Writing the image", says why and when.
  */
 #define WQ_BUF_SIZE (1u << 20)
+/* what direct I/O needs of buffers, lengths and offsets, on any disk */
+#define WQ_DIRECT_ALIGN 4096u
 
 struct wqueue;
 
-struct wqueue *wq_open(int fd);
+struct wqueue *wq_open(int fd, int direct);
+/* After wq_drain: how many bytes went to the file by direct I/O. */
+uint64_t wq_direct_bytes(struct wqueue *q);
 /* The buffer to fill next, WQ_BUF_SIZE bytes. */
 uint8_t *wq_buf(struct wqueue *q);
 /* Hands the first `len` bytes of the current buffer to the thread. */

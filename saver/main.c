@@ -23,7 +23,7 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: saver [--tree] [--kill | --stop] [--compress[=CODEC[:LEVEL]]] -o IMAGE PID...\n"
+	fprintf(f, "usage: saver [--tree] [--kill | --stop] [--compress[=CODEC[:LEVEL]]] [--direct | --cached] -o IMAGE PID...\n"
 		   "  -o, --output IMAGE  write the checkpoint to IMAGE\n"
 		   "  -t, --tree          also every descendant of each PID\n"
 		   "  -k, --kill          kill the processes once the image is complete\n"
@@ -34,6 +34,10 @@ static void usage(FILE *f)
 		   "  -s, --stop          leave them stopped (SIGSTOP) instead of running\n"
 		   "      --compress[=zstd|zlib][:LEVEL]\n"
 		   "                      compress page data (default zstd, level 1)\n"
+		   "      --direct        write the image past the page cache (direct I/O)\n"
+		   "      --cached        write it through the page cache; by default an image\n"
+		   "                      larger than the kernel's dirty background limit goes\n"
+		   "                      direct, a smaller one through the cache\n"
 		   "      --no-snapshot   keep them stopped while the image is written\n"
 		   "      --stats         print timings and sizes (ibcr-stats: ...) on stderr\n"
 		   "  -h, --help          show this help\n");
@@ -91,13 +95,14 @@ static int write_meta(struct img_writer *w, uint32_t idx, struct target *t,
 	return rc;
 }
 
-/* How page data is stored (--compress). */
-struct codec_opt {
+/* How the image is written (--compress, --direct, --cached). */
+struct image_opt {
 	int codec, level;
+	enum { IO_AUTO, IO_DIRECT, IO_CACHED } io;
 };
 
 /* "zstd", "zlib", "zstd:3", ":9" (default codec), "" (default). */
-static int parse_compress(const char *arg, struct codec_opt *c)
+static int parse_compress(const char *arg, struct image_opt *c)
 {
 	const char *colon = arg ? strchr(arg, ':') : NULL;
 	size_t name = arg ? (colon ? (size_t)(colon - arg) : strlen(arg)) : 0;
@@ -143,13 +148,14 @@ static int write_sysv(struct img_writer *w, const struct ibcr_sysv *sysv,
 
 static int write_image(const char *out, struct target *t, uint32_t n,
 		       const struct fobjs *objs, const struct ibcr_sysv *sysv,
-		       const struct ibcr_sysvipc *ipc, const struct codec_opt *c,
-		       struct ibcr_err *e)
+		       const struct ibcr_sysvipc *ipc, const struct image_opt *c,
+		       uint64_t *direct_bytes, struct ibcr_err *e)
 {
 	struct img_writer w;
 	struct buf b = { 0 };
+	int want = c->io == IO_DIRECT || (c->io == IO_AUTO && image_direct(t, n));
 
-	if (imgw_open(&w, out, ibcr_host_arch(), n, e))
+	if (imgw_open(&w, out, ibcr_host_arch(), n, want ? IMGW_DIRECT : 0, e))
 		return -1;
 	enc_fileobjs(&b, &objs->f);
 	if (imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p, b.len, e))
@@ -174,7 +180,10 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 			goto fail;
 	}
 	buf_free(&b);
-	return imgw_commit(&w, e);
+	if (imgw_commit(&w, e))
+		return -1;
+	*direct_bytes = w.direct_bytes;
+	return 0;
 fail:
 	buf_free(&b);
 	imgw_abort(&w);
@@ -219,6 +228,7 @@ static int snapshot_all(struct target *t, uint32_t n, struct ibcr_err *e)
 struct stats {
 	double start, frozen, seized, captured, snapshotted, released, written;
 	uint64_t image_bytes, page_bytes;
+	uint64_t direct_bytes;	/* of the image, written past the page cache */
 };
 
 static void print_stats(const struct stats *s, struct target *t, uint32_t n,
@@ -238,12 +248,13 @@ static void print_stats(const struct stats *s, struct target *t, uint32_t n,
 	fprintf(stderr, "ibcr-stats: freeze_ms=%.1f capture_ms=%.1f seize_ms=%.1f "
 		"snapshot_ms=%.1f write_ms=%.1f "
 		"total_ms=%.1f image_bytes=%llu page_bytes=%llu peak_rss_kb=%ld "
-		"vmflags_fixed=%u\n",
+		"vmflags_fixed=%u direct_bytes=%llu\n",
 		s->released - s->frozen, s->captured - s->frozen, s->seized - s->frozen,
 		s->snapshotted ? s->snapshotted - s->captured : 0.0,
 		s->written - s->captured, s->written - s->start,
 		stat(out, &st) ? 0ull : (unsigned long long)st.st_size,
-		(unsigned long long)pages, ru.ru_maxrss, fixed);
+		(unsigned long long)pages, ru.ru_maxrss, fixed,
+		(unsigned long long)s->direct_bytes);
 }
 
 int main(int argc, char **argv)
@@ -255,6 +266,8 @@ int main(int argc, char **argv)
 		{ "stats", no_argument, NULL, 'S' },
 		{ "no-snapshot", no_argument, NULL, 'N' },
 		{ "compress", optional_argument, NULL, 'z' },
+		{ "direct", no_argument, NULL, 'D' },
+		{ "cached", no_argument, NULL, 'C' },
 		{ "tree", no_argument, NULL, 't' },
 		{ "tcp-close", no_argument, NULL, 'T' },
 		{ "sysv-ipc", required_argument, NULL, 'I' },
@@ -266,7 +279,7 @@ int main(int argc, char **argv)
 	struct target *t;
 	struct ibcr_err e = { "" };
 	struct stats s = { .start = now_ms() };
-	struct codec_opt comp = { IBCR_CODEC_RAW, 0 };
+	struct image_opt comp = { IBCR_CODEC_RAW, 0, IO_AUTO };
 	struct fobjs objs = { 0 };
 	struct ibcr_sysv sysv = { 0 };
 	struct ibcr_sysvipc ipc = { 0 };
@@ -278,6 +291,8 @@ int main(int argc, char **argv)
 		case 'k': how = RELEASE_KILL; break;
 		case 's': how = RELEASE_STOP; break;
 		case 'S': stats = 1; break;
+		case 'D': comp.io = IO_DIRECT; break;
+		case 'C': comp.io = IO_CACHED; break;
 		case 'N': snapshots = 0; break;
 		case 't': tree = 1; break;
 		case 'T': objs.tcp_close = 1; break;
@@ -354,7 +369,7 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < n && !rc; i++)
 		rc = t[i].zombie ? 0 : vmflags_verify(&t[i], &e);
 	if (!rc)
-		rc = write_image(out, t, n, &objs, &sysv, &ipc, &comp, &e);
+		rc = write_image(out, t, n, &objs, &sysv, &ipc, &comp, &s.direct_bytes, &e);
 	s.written = now_ms();
 	for (uint32_t i = 0; i < n; i++)
 		snapshot_destroy(&t[i]);

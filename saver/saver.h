@@ -74,6 +74,8 @@ void vmflags_preread(struct target *t);
 int vmflags_layout(struct target *t, struct maps_entry **m, size_t *n,
 		   struct ibcr_err *e);
 int vmflags_verify(struct target *t, struct ibcr_err *e);
+/* direct.c: whether the image should go past the page cache (--direct) */
+int image_direct(const struct target *t, uint32_t n);
 /* Makes every mapping of a file saved as shared memory one (NAMED). */
 void shm_join_named(struct target *t, uint32_t n);
 int write_memory(struct target *t, uint32_t proc, struct img_writer *w,

@@ -36,7 +36,8 @@ save_fails() {
 	local name=$1 dir=$2 pid=$3 prog_out=$4 st=0 n
 	shift 4
 	mkdir -p "$dir"
-	"$SAVER" -o "$dir/img" "$pid" >"$T/$name.stdout" 2>"$T/$name.stderr" || st=$?
+	# shellcheck disable=SC2086 # SAVE_ARGS: words on purpose
+	"$SAVER" ${SAVE_ARGS:-} -o "$dir/img" "$pid" >"$T/$name.stdout" 2>"$T/$name.stderr" || st=$?
 	refused "saver ($name)" "$T/$name.stdout" "$T/$name.stderr" "$st" "$@"
 	[ -z "$(ls -A "$dir")" ] || problem "saver ($name) left files behind: $(ls -A "$dir")"
 	[ "$prog_out" != - ] || return 0
@@ -87,6 +88,16 @@ mount -t tmpfs -o size=256k ibcr-full "$T/full" || fail "cannot mount a tmpfs on
 trap 'umount "$T/full" 2>/dev/null || true; cleanup' EXIT
 save_fails full "$T/full" "$victim" "$T/nobody.prog.out" "$T/full/img" "no space left"
 umount "$T/full"
+# the same with direct I/O (tmpfs takes it since Linux 6.6) and an image
+# of several full buffers: the write that fails is finished through the
+# page cache, which names the error
+start "$T/heap.prog.out" "$PROGS/heap" 1000 50
+heap=$PID
+wait_line "$T/heap.prog.out" '^tick 2 '
+mount -t tmpfs -o size=4m ibcr-full "$T/full" || fail "cannot mount a tmpfs on $T/full"
+SAVE_ARGS=--direct save_fails full-direct "$T/full" "$heap" "$T/heap.prog.out" "$T/full/img" "no space left"
+umount "$T/full"
+kill -9 "$heap"
 
 # --- saver on unsupported descriptors: names pid, fd and kind
 for kind in pidfd netlink; do

@@ -125,7 +125,11 @@ static void fill_files(struct ibcr_files *f)
 	f->data = data;
 }
 
-static void write_test_image(void)
+/*
+ * The test image, with `npages` pages in region 0 (3 in fill_process's),
+ * written with imgw_open's `flags`; returns the bytes written directly.
+ */
+static uint64_t write_image_with(unsigned flags, uint64_t npages)
 {
 	struct ibcr_process_state ps;
 	struct ibcr_files files;
@@ -135,8 +139,16 @@ static void write_test_image(void)
 	uint8_t page[4096];
 
 	fill_process(&ps);
+	/* runs of npages - 1 pages and of 1, with a hole of one between */
+	ps.vmas[0].end = 0x10000 + (npages + 1) * PG;
+	ps.runs[0].npages = npages - 1;
+	ps.runs[1].addr = 0x10000 + npages * PG;
+	for (uint32_t i = 1; npages > 3 && i < ps.nvmas; i++) {	/* after it */
+		ps.vmas[i].start += npages * PG;
+		ps.vmas[i].end += npages * PG;
+	}
 	fill_files(&files);
-	assert_int_equal(imgw_open(&w, path, ibcr_host_arch(), 1, &e), 0);
+	assert_int_equal(imgw_open(&w, path, ibcr_host_arch(), 1, flags, &e), 0);
 	enc_fileobjs(&b, &files);
 	assert_int_equal(imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p,
 				      b.len, &e), 0);
@@ -156,13 +168,12 @@ static void write_test_image(void)
 	assert_int_equal(imgw_begin(&w, IBCR_SEC_PAGES, 0, IBCR_SECF_CRC_PER_REGION,
 				    (uint32_t)PG, &e), 0);
 	ps.vmas[0].data_off = imgw_payload_pos(&w);
-	for (int i = 0; i < 3; i++) {
-		memset(page, 'a' + i, sizeof(page));
+	for (uint64_t i = 0; i < npages; i++) {
+		memset(page, 'a' + (int)(i % 26), sizeof(page));
 		assert_int_equal(imgw_data(&w, page, sizeof(page), &e), 0);
-		ps.vmas[0].data_crc = page_sum(ps.vmas[0].data_crc, page, sizeof(page), PG,
-					       (uint64_t)i);
+		ps.vmas[0].data_crc = page_sum(ps.vmas[0].data_crc, page, sizeof(page), PG, i);
 	}
-	ps.vmas[0].data_len = 3 * PG;
+	ps.vmas[0].data_len = npages * PG;
 	assert_int_equal(imgw_end(&w, &e), 0);
 	b.len = 0;
 	enc_vmas(&b, &ps);
@@ -170,6 +181,12 @@ static void write_test_image(void)
 	b.len = 0;
 	assert_int_equal(imgw_commit(&w, &e), 0);
 	buf_free(&b);
+	return w.direct_bytes;
+}
+
+static void write_test_image(void)
+{
+	write_image_with(0, 3);
 }
 
 static int setup(void **state)
@@ -361,6 +378,41 @@ static void newer_version_and_other_arch(void **state)
 	free(p);
 }
 
+/*
+ * Direct I/O: whole 1 MiB buffers go past the page cache, the tail and
+ * the streamed section's header after them through it; the image reads
+ * back whole. The file system of /tmp must take direct I/O (ext4, and
+ * tmpfs since Linux 6.6): that is asserted, not assumed.
+ */
+static void direct_round_trip(void **state)
+{
+	struct ibcr_err e;
+	struct stat st;
+	uint64_t direct;
+
+	(void)state;
+	direct = write_image_with(IMGW_DIRECT, 1000);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(st.st_size > 1000 * 4096);
+	assert_int_equal(direct, (uint64_t)st.st_size & ~((1ull << 20) - 1));
+	if (check_copy(path, &e))
+		fail_msg("%s", e.msg);
+	/* the same image through the page cache: byte for byte the same */
+	{
+		size_t n1, n2;
+		uint8_t *a = slurp(&n1), *b;
+
+		write_image_with(0, 1000);
+		b = slurp(&n2);
+		assert_int_equal(n1, n2);
+		/* the header's creation time differs; everything after it may not */
+		assert_memory_equal(a + sizeof(struct ibcr_file_hdr), b + sizeof(struct ibcr_file_hdr),
+				    n1 - sizeof(struct ibcr_file_hdr));
+		free(a);
+		free(b);
+	}
+}
+
 static void abort_leaves_nothing(void **state)
 {
 	char out[300], tmp[340];
@@ -370,7 +422,7 @@ static void abort_leaves_nothing(void **state)
 
 	(void)state;
 	snprintf(out, sizeof(out), "%s.aborted", path);
-	assert_int_equal(imgw_open(&w, out, ibcr_host_arch(), 1, &e), 0);
+	assert_int_equal(imgw_open(&w, out, ibcr_host_arch(), 1, 0, &e), 0);
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
 	assert_int_equal(stat(tmp, &st), 0);	/* written under a temporary name */
 	assert_int_not_equal(stat(out, &st), 0);
@@ -400,6 +452,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(truncated, setup, teardown),
 		cmocka_unit_test_setup_teardown(flipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(newer_version_and_other_arch, setup, teardown),
+		cmocka_unit_test_setup_teardown(direct_round_trip, setup, teardown),
 		cmocka_unit_test(abort_leaves_nothing),
 	};
 

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# saver --direct writes the page data past the page cache and --cached
+# through it; by default a large image goes direct and a small one not
+# (saver/direct.c). Each way, the image is the same and the restored
+# program finds its 64 MiB heap unchanged and goes on counting.
+. "$(dirname "$0")/lib.sh"
+
+# stats_field NAME: a number from the saver's ibcr-stats line
+stats_field() { sed -n "s/^ibcr-stats:.* $1=\\([0-9]*\\).*/\\1/p" "$T/saver.err"; }
+
+# a dirty background limit far below the heap: "large" by default
+# (0 bytes means the ratio rules; setting the ratio sets bytes to 0)
+bg_bytes=$(cat /proc/sys/vm/dirty_background_bytes)
+bg_ratio=$(cat /proc/sys/vm/dirty_background_ratio)
+restore_limit() {
+	if [ "$bg_bytes" = 0 ]; then
+		echo "$bg_ratio" >/proc/sys/vm/dirty_background_ratio
+	else
+		echo "$bg_bytes" >/proc/sys/vm/dirty_background_bytes
+	fi
+}
+trap 'restore_limit; cleanup' EXIT
+echo $((4 << 20)) >/proc/sys/vm/dirty_background_bytes
+
+for how in --direct --cached default; do
+	rm -f "$T/prog.out"
+	start "$T/prog.out" "$PROGS/heap" 1000 50
+	pid=$PID
+	wait_line "$T/prog.out" '^tick 3 '
+	# shellcheck disable=SC2046 # no word, or one
+	checkpoint "$pid" "$T/img.ckpt" --kill --stats $([ $how = default ] || echo $how)
+	wait "$pid" 2>/dev/null || true
+	size=$(stat -c %s "$T/img.ckpt")
+	direct=$(stats_field direct_bytes)
+	[ -n "$direct" ] || fail "$how: no direct_bytes in: $(cat "$T/saver.err")"
+	# whole 1 MiB buffers go direct, the tail through the page cache
+	case $how in
+	--cached) [ "$direct" = 0 ] || fail "$how: $direct bytes written directly" ;;
+	*) [ "$direct" = $((size >> 20 << 20)) ] ||
+		fail "$how: $direct of $size bytes written directly" ;;
+	esac
+	# the image has left the page cache too: restored from the disk
+	restart "$T/img.ckpt"
+	expect_pid "$pid" "$RPID"
+	before=$(last_tick "$T/prog.out")
+	wait_line "$T/prog.out" "^tick $((before + 2)) pid $RPID\$"
+	grep -q FAIL "$T/prog.out" && fail "$how: the program found its heap changed"
+	assert_ticks_continuous "$T/prog.out"
+	kill -9 "$RPID"
+	wait "$LPID" 2>/dev/null || true
+	note "$how: $direct of $size bytes direct"
+done
+
+# below the limit, the default writes through the page cache
+echo $((1 << 30)) >/proc/sys/vm/dirty_background_bytes
+rm -f "$T/prog.out"
+start "$T/prog.out" "$PROGS/heap" 1000 50
+wait_line "$T/prog.out" '^tick 2 '
+checkpoint "$PID" "$T/small.ckpt" --kill --stats
+[ "$(stats_field direct_bytes)" = 0 ] || fail "default below the limit: $(cat "$T/saver.err")"
+exit 0
