@@ -16,7 +16,7 @@
 # verified: the workload's checksum after the restore must be the one it
 # printed when it first touched its memory, else the whole run fails.
 
-RAW_HEADER=where,workload,config,rep,freeze_ms,stall_ms,ckpt_ms,capture_ms,write_ms,running_ms,restore_stat_ms,whole_ms,image_bytes,page_bytes,touched_bytes,mapped_bytes,threads,saver_rss_kb,loader_rss_kb,verify_warm_ms,verify_after_ms,restored_rss_kb,base_write_ms,base_popfill_ms,base_pread_ms,verified
+RAW_HEADER=where,workload,config,rep,freeze_ms,stall_ms,ckpt_ms,capture_ms,write_ms,running_ms,restore_stat_ms,whole_ms,image_bytes,page_bytes,direct_bytes,touched_bytes,mapped_bytes,threads,saver_rss_kb,loader_rss_kb,verify_warm_ms,verify_after_ms,restored_rss_kb,base_write_ms,base_popfill_ms,base_pread_ms,verified
 
 FAILURES=0
 WAIT_S=${IBCR_BENCH_WAIT_S:-300}   # longest wait for one workload line
@@ -187,7 +187,7 @@ wl_stop() {
 }
 
 # ---- one checkpoint --------------------------------------------------------
-# Sets FREEZE STALL CKPT CAPTURE WRITE IMG_BYTES PAGE_BYTES SAVER_RSS.
+# Sets FREEZE STALL CKPT CAPTURE WRITE IMG_BYTES PAGE_BYTES DIRECT_BYTES SAVER_RSS.
 reset_stall() { wl_ask USR2 '^stall'; }
 read_stall() { wl_ask USR2 '^stall' && STALL=${KV[max_ms]}; }
 
@@ -212,6 +212,7 @@ ckpt_ibcr() {
     parse_kv "$stats"
     FREEZE=${KV[freeze_ms]:-} CAPTURE=${KV[capture_ms]:-} WRITE=${KV[write_ms]:-}
     PAGE_BYTES=${KV[page_bytes]:-} IMG_BYTES=${KV[image_bytes]:-}
+    DIRECT_BYTES=${KV[direct_bytes]:-}
     [[ -n $IMG_BYTES ]] || IMG_BYTES=$(stat -c %s "$img")
     read_stall || return 1
     [[ -n $FREEZE ]] || FREEZE=$STALL   # a saver without --stats
@@ -239,7 +240,7 @@ ckpt_criu() {
     fi
     CKPT=${KV[wall_ms]} SAVER_RSS=${KV[maxrss_kb]}
     CAPTURE='' WRITE=''
-    IMG_BYTES=0 PAGE_BYTES=0
+    IMG_BYTES=0 PAGE_BYTES=0 DIRECT_BYTES=''
     sizes=$(stat -c '%n %s' "$dir"/*.img)
     while read -r f sz; do
         IMG_BYTES=$((IMG_BYTES + sz))
@@ -385,11 +386,11 @@ base_fill() {
 
 # ---- rows --------------------------------------------------------------
 row() {   # row CONFIG REP
-    printf '%s\n' "$WHERE,$WL_NAME,$1,$2,$FREEZE,$STALL,$CKPT,$CAPTURE,$WRITE,$RUNNING,$RESTORE_STAT,$WHOLE,$IMG_BYTES,$PAGE_BYTES,$WL_BYTES,$WL_MAPPED,$WL_THREADS,$SAVER_RSS,$LOADER_RSS,$WL_VERIFY,$VERIFY_MS,$RESTORED_RSS,$BASE_WRITE,$BASE_POPFILL,$BASE_PREAD,yes" >>"$RAW"
+    printf '%s\n' "$WHERE,$WL_NAME,$1,$2,$FREEZE,$STALL,$CKPT,$CAPTURE,$WRITE,$RUNNING,$RESTORE_STAT,$WHOLE,$IMG_BYTES,$PAGE_BYTES,$DIRECT_BYTES,$WL_BYTES,$WL_MAPPED,$WL_THREADS,$SAVER_RSS,$LOADER_RSS,$WL_VERIFY,$VERIFY_MS,$RESTORED_RSS,$BASE_WRITE,$BASE_POPFILL,$BASE_PREAD,yes" >>"$RAW"
 }
 
 clear_vars() {
-    FREEZE='' STALL='' CKPT='' CAPTURE='' WRITE='' RUNNING='' RESTORE_STAT='' WHOLE='' IMG_BYTES='' PAGE_BYTES=''
+    FREEZE='' STALL='' CKPT='' CAPTURE='' WRITE='' RUNNING='' RESTORE_STAT='' WHOLE='' IMG_BYTES='' PAGE_BYTES='' DIRECT_BYTES=''
     SAVER_RSS='' LOADER_RSS='' VERIFY_MS='' RESTORED_RSS='' BASE_WRITE='' BASE_POPFILL='' BASE_PREAD=''
 }
 

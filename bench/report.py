@@ -35,8 +35,8 @@ BEGIN = "<!-- bench:begin (written by bench/report.py; do not edit by hand) -->"
 END = "<!-- bench:end -->"
 
 NUM = ["freeze_ms", "stall_ms", "ckpt_ms", "capture_ms", "write_ms", "running_ms",
-       "restore_stat_ms", "whole_ms", "image_bytes", "page_bytes", "touched_bytes",
-       "mapped_bytes", "threads", "saver_rss_kb", "loader_rss_kb", "verify_warm_ms",
+       "restore_stat_ms", "whole_ms", "image_bytes", "page_bytes", "direct_bytes",
+       "touched_bytes", "mapped_bytes", "threads", "saver_rss_kb", "loader_rss_kb", "verify_warm_ms",
        "verify_after_ms", "restored_rss_kb", "base_write_ms", "base_popfill_ms",
        "base_pread_ms"]
 
