@@ -33,21 +33,27 @@ static uint64_t proc_num(const char *path)
 	return v;
 }
 
-/* MemAvailable in bytes, or 0 when not known. */
-static uint64_t mem_available(void)
+/* The number after `key` in a /proc file of "Key:  N kB" lines, in bytes. */
+static uint64_t kb_field(const char *path, const char *key)
 {
 	struct ibcr_err e;
 	char *s, *p;
 	size_t len;
 	uint64_t kb = 0;
 
-	if (proc_read("/proc/meminfo", &s, &len, &e))
+	if (proc_read(path, &s, &len, &e))
 		return 0;
-	p = strstr(s, "MemAvailable:");
+	p = strstr(s, key);
 	if (p)
-		kb = strtoull(p + sizeof("MemAvailable:") - 1, NULL, 10);
+		kb = strtoull(p + strlen(key), NULL, 10);
 	free(s);
 	return kb * 1024;
+}
+
+/* MemAvailable in bytes, or 0 when not known. */
+static uint64_t mem_available(void)
+{
+	return kb_field("/proc/meminfo", "MemAvailable:");
 }
 
 /* How many dirty bytes the kernel holds before writing back, or 0. */
@@ -60,24 +66,19 @@ static uint64_t dirty_background(void)
 	return mem_available() / 100 * proc_num("/proc/sys/vm/dirty_background_ratio");
 }
 
-/* Resident bytes of the targets: about their page data (an estimate). */
+/*
+ * The targets' resident anonymous and shared memory: about their page
+ * data (file pages that are not written, or not yet, are not saved).
+ */
 static uint64_t resident(const struct target *t, uint32_t n)
 {
 	uint64_t sum = 0;
 	char path[64];
 
 	for (uint32_t i = 0; i < n; i++) {
-		char *s, *p;
-		size_t len;
-		struct ibcr_err e;
-
-		snprintf(path, sizeof(path), "/proc/%d/statm", (int)t[i].pid);
-		if (proc_read(path, &s, &len, &e))
-			continue;	/* a zombie: nothing to write */
-		p = strchr(s, ' ');
-		if (p)
-			sum += strtoull(p + 1, NULL, 10) * (uint64_t)getpagesize();
-		free(s);
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)t[i].pid);
+		/* a zombie has neither line: nothing to write */
+		sum += kb_field(path, "RssAnon:") + kb_field(path, "RssShmem:");
 	}
 	return sum;
 }
