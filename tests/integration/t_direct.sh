@@ -51,6 +51,28 @@ for how in --direct --cached default; do
 	note "$how: $direct of $size bytes direct"
 done
 
+# a file system without direct I/O (ramfs): --direct writes through the
+# cache without a word, and the image restores as well
+mkdir "$T/ramfs"
+mount -t ramfs ibcr-ramfs "$T/ramfs" || fail "cannot mount a ramfs on $T/ramfs"
+trap 'umount "$T/ramfs" 2>/dev/null || true; restore_limit; cleanup' EXIT
+rm -f "$T/prog.out"
+start "$T/prog.out" "$PROGS/heap" 1000 50
+pid=$PID
+wait_line "$T/prog.out" '^tick 2 '
+checkpoint "$pid" "$T/ramfs/img.ckpt" --kill --stats --direct
+wait "$pid" 2>/dev/null || true
+[ "$(stats_field direct_bytes)" = 0 ] || fail "--direct on a ramfs: $(cat "$T/saver.err")"
+restart "$T/ramfs/img.ckpt"
+expect_pid "$pid" "$RPID"
+before=$(last_tick "$T/prog.out")
+wait_line "$T/prog.out" "^tick $((before + 2)) pid $RPID\$"
+grep -q FAIL "$T/prog.out" && fail "--direct on a ramfs: the program found its heap changed"
+kill -9 "$RPID"
+wait "$LPID" 2>/dev/null || true
+rm -f "$T/ramfs/img.ckpt"
+umount "$T/ramfs"
+
 # below the limit, the default writes through the page cache
 echo $((1 << 30)) >/proc/sys/vm/dirty_background_bytes
 rm -f "$T/prog.out"

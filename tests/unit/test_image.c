@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,7 +193,10 @@ static void write_test_image(void)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(path, sizeof(path), "/tmp/ibcr-unit-%d.ckpt", (int)getpid());
+	const char *dir = getenv("TMPDIR");
+
+	snprintf(path, sizeof(path), "%s/ibcr-unit-%d.ckpt", dir && *dir ? dir : "/tmp",
+		 (int)getpid());
 	write_test_image();
 	return 0;
 }
@@ -378,39 +382,50 @@ static void newer_version_and_other_arch(void **state)
 	free(p);
 }
 
+/* Whether the file system of `path` takes direct I/O at all. */
+static int fs_takes_direct(void)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_DIRECT, 0600);
+
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	return fd >= 0;
+}
+
 /*
  * Direct I/O: whole 1 MiB buffers go past the page cache, the tail and
- * the streamed section's header after them through it; the image reads
- * back whole. The file system of /tmp must take direct I/O (ext4, and
- * tmpfs since Linux 6.6): that is asserted, not assumed.
+ * the streamed section's header after them through it; on a file system
+ * without direct I/O (tmpfs before Linux 6.6: the arm64 guest's /tmp)
+ * everything goes through the cache. Either way the image reads back
+ * whole and is byte for byte the one written through the cache.
  */
 static void direct_round_trip(void **state)
 {
 	struct ibcr_err e;
 	struct stat st;
-	uint64_t direct;
+	uint64_t direct, want;
+	size_t n1, n2;
+	uint8_t *a, *b;
+	int takes = fs_takes_direct();
 
 	(void)state;
 	direct = write_image_with(IMGW_DIRECT, 1000);
 	assert_int_equal(stat(path, &st), 0);
 	assert_true(st.st_size > 1000 * 4096);
-	assert_int_equal(direct, (uint64_t)st.st_size & ~((1ull << 20) - 1));
+	want = takes ? (uint64_t)st.st_size & ~((1ull << 20) - 1) : 0;
+	assert_int_equal(direct, want);
 	if (check_copy(path, &e))
 		fail_msg("%s", e.msg);
-	/* the same image through the page cache: byte for byte the same */
-	{
-		size_t n1, n2;
-		uint8_t *a = slurp(&n1), *b;
-
-		write_image_with(0, 1000);
-		b = slurp(&n2);
-		assert_int_equal(n1, n2);
-		/* the header's creation time differs; everything after it may not */
-		assert_memory_equal(a + sizeof(struct ibcr_file_hdr), b + sizeof(struct ibcr_file_hdr),
-				    n1 - sizeof(struct ibcr_file_hdr));
-		free(a);
-		free(b);
-	}
+	a = slurp(&n1);
+	write_image_with(0, 1000);
+	b = slurp(&n2);
+	assert_int_equal(n1, n2);
+	/* the header's creation time differs; nothing after it may */
+	assert_memory_equal(a + sizeof(struct ibcr_file_hdr), b + sizeof(struct ibcr_file_hdr),
+			    n1 - sizeof(struct ibcr_file_hdr));
+	free(a);
+	free(b);
 }
 
 static void abort_leaves_nothing(void **state)
