@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Ordered background writing of one file: see wqueue.h. */
+/* Background writing of one file: see wqueue.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

@@ -6,12 +6,14 @@
 #include <stdint.h>
 
 /*
- * A file written by a thread of its own, in order, from a ring of
- * buffers: the caller fills one buffer while the previous ones are
+ * A file written from offset 0 on by threads of its own (one; two with
+ * direct I/O), from a ring of buffers, each buffer at its place in the
+ * file: the caller fills one buffer while the previous ones are
  * written, so reading a process's memory and writing the image overlap.
- * The thread also starts writeback behind itself (sync_file_range), so
- * that the final fsync finds little left to do. 1 MiB buffers: larger
- * ones measured no faster, and are more fresh memory to fault in.
+ * Through the page cache, the writer also starts writeback behind itself
+ * (sync_file_range), so that the final fsync finds little left to do.
+ * 1 MiB buffers: larger ones measured no faster, and are more fresh
+ * memory to fault in.
  *
  * Errors of the thread (a full disk) come back from the next wq_submit
  * or wq_drain as -1 with errno set.
@@ -23,7 +25,7 @@
  * docs/design.md, "Writing the image", says why and when.
  */
 #define WQ_BUF_SIZE (1u << 20)
-/* what direct I/O needs of buffers, lengths and offsets, on any disk */
+/* what direct I/O needs of buffers, lengths and offsets (512 B and 4 KiB block disks) */
 #define WQ_DIRECT_ALIGN 4096u
 
 struct wqueue;
