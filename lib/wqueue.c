@@ -37,6 +37,7 @@ struct wqueue {
 	uint64_t taken;		/* of those, taken by a writer */
 	uint64_t end;		/* the file offset after the last submitted */
 	int direct;		/* still writing directly: see take */
+	int inflight;		/* direct writes under way */
 	uint64_t direct_bytes;	/* written so */
 	int err;		/* the first errno of a write, 0 if none */
 	int stop;
@@ -55,23 +56,30 @@ static int stop_direct(struct wqueue *q)
 /*
  * Direct while every buffer so far was whole and aligned; the first that
  * is not (the tail of the file) turns direct I/O off, and it and all
- * after it go through the page cache. Under the lock.
+ * after it go through the page cache. It waits for the direct writes in
+ * flight first: one started after the switch would go through the cache
+ * unseen (and be counted as direct). Under the lock.
  */
 static int take(struct wqueue *q, int i, int *direct)
 {
 	if (q->direct && q->len[i] % WQ_DIRECT_ALIGN == 0 &&
 	    q->off[i] % WQ_DIRECT_ALIGN == 0) {
 		*direct = 1;
+		q->inflight++;
 		return 0;
 	}
 	*direct = 0;
+	while (q->direct && q->inflight)
+		pthread_cond_wait(&q->cv, &q->mu);
 	return stop_direct(q);
 }
 
 /*
  * A direct write that fails or comes up short (a full disk, a file
  * system that refuses it after all) is finished through the page cache,
- * which reports the error if there is one.
+ * which reports the error if there is one. (A write the other thread
+ * starts after that goes through the cache too, counted as direct: the
+ * count is exact only where nothing failed.)
  */
 static int put_buf(struct wqueue *q, int i, int direct)
 {
@@ -151,6 +159,8 @@ static void *writer(void *arg)
 		pthread_mutex_lock(&q->mu);
 		if (err && !q->err)
 			q->err = err;
+		if (direct)
+			q->inflight--;
 		q->busy[i] = 0;
 		pthread_cond_broadcast(&q->cv);
 	}
