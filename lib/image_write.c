@@ -175,7 +175,7 @@ int imgw_begin(struct img_writer *w, uint32_t type, uint32_t proc,
 	w->sec_off = w->off;
 	w->sec_crc = 0;
 	w->streaming = 1;
-	/* The header is rewritten with size and CRC in imgw_end. */
+	/* The header is rewritten with size and CRC at commit (imgw_end). */
 	if (put(w, &w->sec, sizeof(w->sec), e) || put_zeros(w, w->sec.pad, e))
 		return -1;
 	return 0;
