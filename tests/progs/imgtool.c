@@ -26,6 +26,9 @@
  *                                   had just returned from, when stopped
  *                                   (x86_64: orig_rax; aarch64: x8, which
  *                                   may be stale), -1 for none
+ *   imgtool cached IMAGE            how many bytes of IMAGE are in the
+ *                                   page cache (mincore), without reading
+ *                                   it: did the saver write past it?
  *
  * Exit status 0, or 1 with a message on stderr.
  */
@@ -36,6 +39,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../../lib/image.h"
 
@@ -328,14 +335,48 @@ static void cmd_xstate(const char *comm)
 	       (unsigned long long)bv, (unsigned long long)comp);
 }
 
+/* Before load(), which would bring the whole file into the cache. */
+static void cmd_cached(const char *path)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	uint64_t n = 0;
+	unsigned char *vec;
+	void *map;
+
+	if (fd < 0 || fstat(fd, &st))
+		die("%s: %s", path, strerror(errno));
+	if (!st.st_size) {
+		printf("0\n");
+		return;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	vec = malloc(((size_t)st.st_size + (size_t)pg - 1) / (size_t)pg);
+	if (map == MAP_FAILED || !vec)
+		die("%s: mapping it: %s", path, strerror(errno));
+	if (mincore(map, (size_t)st.st_size, vec))
+		die("%s: mincore: %s", path, strerror(errno));
+	for (off_t i = 0; i < (st.st_size + pg - 1) / pg; i++)
+		n += vec[i] & 1;
+	printf("%llu\n", (unsigned long long)(n * (uint64_t)pg));
+	free(vec);
+	munmap(map, (size_t)st.st_size);
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 2 ? argv[1] : "";
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: imgtool sections|flip|flip-region|set-header|syscall|xstate "
+		fprintf(stderr, "usage: imgtool sections|flip|flip-region|set-header|syscall|xstate|cached "
 				"IMAGE [ARGS]\n");
 		return 2;
+	}
+	if (!strcmp(cmd, "cached") && argc == 3) {
+		cmd_cached(argv[2]);
+		return 0;
 	}
 	load(argv[2]);
 	if (!strcmp(cmd, "sections") && argc == 3)
