@@ -28,6 +28,10 @@ int memfd_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 /* a memfd with its bytes and mode, unsealed: shm.c maps it before forking */
 int memfd_make(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 
+/* fdpipe.c (loader): every description of the pipe of object i, into fds[] */
+int pipe_open_all(const struct ibcr_files *f, uint32_t i, int *fds, int base,
+		  struct ibcr_err *e);
+
 /* fdpty.c (loader): every master before any slave */
 int ptmx_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 int pts_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e);

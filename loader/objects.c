@@ -5,7 +5,7 @@
  * places those it had at its saved numbers and closes the rest. So a
  * description shared by dup() or fork() is shared again (one offset, one
  * set of flags), and both ends of a pipe exist before either process
- * runs, with the unread bytes already in it. Kinds with more state
+ * runs, with the unread bytes already in it (fdpipe.c). Kinds with more state
  * (eventfd, timerfd, signalfd, epoll, inotify, deleted files, memfds,
  * terminals above fd 2) are made by fdkinds.c, fdinotify.c, fdfiles.c.
  */
@@ -36,72 +36,6 @@ static int reopen(const struct ibcr_fobj *o, const char *path, struct ibcr_err *
 	return fd;
 }
 
-/* A named pipe, without blocking: a keeper end exists while we open. */
-static int reopen_fifo(const struct ibcr_fobj *o, const char *path, int *keeper,
-		       struct ibcr_err *e)
-{
-	int fd;
-
-	if (*keeper < 0 && (*keeper = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0)
-		return ibcr_fail_errno(e, errno, "opening named pipe %s", path);
-	fd = open(path, (int)(o->flags & (O_ACCMODE | STATUS_FLAGS)) | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return ibcr_fail_errno(e, errno, "opening named pipe %s", path);
-	if (fcntl(fd, F_SETFL, o->flags & STATUS_FLAGS) < 0) {
-		close(fd);
-		return ibcr_fail_errno(e, errno, "named pipe %s: setting its flags", path);
-	}
-	return fd;
-}
-
-/* Both ends of pipe `ino`, made once, filled with the data it had. */
-static int make_pipe(const struct ibcr_files *f, uint64_t ino, int ends[2],
-		     struct ibcr_err *e)
-{
-	if (pipe2(ends, O_CLOEXEC))
-		return ibcr_fail_errno(e, errno, "creating a pipe");
-	for (uint32_t i = 0; i < f->nobjs; i++) {
-		const struct ibcr_fobj *o = &f->objs[i];
-
-		if (o->kind != IBCR_FD_PIPE || o->aux[0] != ino)
-			continue;
-		if (o->aux[1] && fcntl(ends[0], F_SETPIPE_SZ, (int)o->aux[1]) < 0)
-			return ibcr_fail_errno(e, errno, "pipe %s: restoring its size %llu",
-					       f->paths[i], (unsigned long long)o->aux[1]);
-		if (o->data_len && write(ends[1], f->data[i], o->data_len) != (ssize_t)o->data_len)
-			return ibcr_fail_errno(e, errno, "pipe %s: putting back its %llu bytes",
-					       f->paths[i], (unsigned long long)o->data_len);
-	}
-	return 0;
-}
-
-static int pipe_end(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e)
-{
-	const struct ibcr_fobj *o = &f->objs[i];
-	int ends[2] = { -1, -1 }, fd;
-
-	/* an end of this pipe opened already: the other end is in the same pipe */
-	for (uint32_t k = 0; k < i; k++)
-		if (f->objs[k].kind == IBCR_FD_PIPE && f->objs[k].aux[0] == o->aux[0]) {
-			char path[64];
-
-			/* reopening through /proc gives the wanted end of that pipe */
-			snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[k]);
-			fd = open(path, (int)(o->flags & O_ACCMODE) | O_NONBLOCK | O_CLOEXEC);
-			if (fd < 0 || fcntl(fd, F_SETFL, o->flags & STATUS_FLAGS) < 0)
-				return ibcr_fail_errno(e, errno, "pipe %s: opening its other end",
-						       f->paths[i]);
-			return fd;
-		}
-	if (make_pipe(f, o->aux[0], ends, e))
-		return -1;
-	fd = (o->flags & O_ACCMODE) == O_RDONLY ? ends[0] : ends[1];
-	close(fd == ends[0] ? ends[1] : ends[0]);
-	if (fcntl(fd, F_SETFL, o->flags & STATUS_FLAGS) < 0)
-		return ibcr_fail_errno(e, errno, "pipe %s: setting its flags", f->paths[i]);
-	return fd;
-}
-
 /*
  * Objects are made in three passes: pty masters first (their slaves are
  * opened through them), TCP connections taken over last (bound in repair
@@ -119,7 +53,7 @@ static uint32_t pass_of(const struct ibcr_fobj *o)
 
 int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_err *e)
 {
-	int *fds = xmalloc(sizeof(int) * (f->nobjs + 1)), keeper = -1, rc = 0;
+	int *fds = xmalloc(sizeof(int) * (f->nobjs + 1)), rc = 0;
 
 	for (uint32_t i = 0; i < f->nobjs; i++)
 		fds[i] = -1;
@@ -128,7 +62,7 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		const struct ibcr_fobj *o = &f->objs[i];
 		int fd = -1, high;
 
-		if (pass_of(o) != k / f->nobjs)
+		if (pass_of(o) != k / f->nobjs || fds[i] >= 0)
 			continue;
 		switch (o->kind) {
 		case IBCR_FD_REG:
@@ -137,11 +71,11 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 			fd = reopen(o, f->paths[i], e);
 			break;
 		case IBCR_FD_FIFO:
-			fd = reopen_fifo(o, f->paths[i], &keeper, e);
-			break;
 		case IBCR_FD_PIPE:
-			fd = pipe_end(f, i, fds, e);
-			break;
+			/* every description of that pipe at once (fdpipe.c) */
+			if (pipe_open_all(f, i, fds, base, e))
+				rc = -1;
+			continue;
 		case IBCR_FD_UNIX:
 		case IBCR_FD_INET:
 			fd = sock_open(f, i, fds, e);
@@ -167,8 +101,6 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 					     f->paths[i], base);
 		fds[i] = high;
 	}
-	if (keeper >= 0)
-		close(keeper);
 	if (!rc)
 		rc = tcp_finish(f, fds, e);	/* every end exists now */
 	*out = fds;

@@ -97,6 +97,9 @@ static int classify(pid_t pid, int fd, char *link, const struct stat *st,
 		o->kind = IBCR_FD_CHR;
 	else if (S_ISFIFO(st->st_mode) && !strncmp(link, "pipe:[", 6))
 		o->kind = IBCR_FD_PIPE;
+	else if (S_ISFIFO(st->st_mode) && link[0] == '/' && !st->st_nlink)
+		return ibcr_fail(e, "pid %d fd %d: named pipe %s was deleted while open: not "
+				 "supported", (int)pid, fd, link);
 	else if (S_ISFIFO(st->st_mode) && link[0] == '/')
 		o->kind = IBCR_FD_FIFO;
 	else if (S_ISSOCK(st->st_mode))
@@ -323,18 +326,24 @@ static int in_image(const struct target *t, uint32_t n, pid_t pid)
 }
 
 /*
- * Does a process outside the image hold pipe `ino`? Then its missing end
- * leads outside; otherwise that end is simply closed (its writer exited,
- * say), and the pipe is restored with the end closed.
+ * Does a process outside the image hold pipe (or named pipe) object i?
+ * Then its missing end leads outside; otherwise that end is simply
+ * closed (its writer exited, say), and the pipe is restored with the end
+ * closed. A named pipe held outside would be joined again at restore
+ * with the bytes still in it.
  */
-static int held_outside(const struct target *t, uint32_t n, uint64_t ino)
+static int held_outside(const struct target *t, uint32_t n, const struct fobjs *o, uint32_t i)
 {
-	char want[32], path[300], link[64];
+	const struct ibcr_fobj *ob = &o->f.objs[i];
+	char want[4096], path[300], link[4096];
 	struct dirent *p, *f;
 	DIR *procs = opendir("/proc"), *fds;
 	int found = 0;
 
-	snprintf(want, sizeof(want), "pipe:[%llu]", (unsigned long long)ino);
+	if (ob->kind == IBCR_FD_PIPE)
+		snprintf(want, sizeof(want), "pipe:[%llu]", (unsigned long long)ob->aux[0]);
+	else
+		snprintf(want, sizeof(want), "%s", o->f.paths[i]);
 	while (procs && !found && (p = readdir(procs))) {
 		pid_t pid = (pid_t)atoi(p->d_name);
 
@@ -344,11 +353,13 @@ static int held_outside(const struct target *t, uint32_t n, uint64_t ino)
 		if (!(fds = opendir(path)))
 			continue;
 		while (!found && (f = readdir(fds))) {
+			struct stat st;
 			ssize_t k;
 
 			snprintf(path, sizeof(path), "/proc/%d/fd/%s", (int)pid, f->d_name);
 			k = readlink(path, link, sizeof(link) - 1);
-			found = k > 0 && (link[k] = 0, !strcmp(link, want));
+			found = k > 0 && (link[k] = 0, !strcmp(link, want)) && !stat(path, &st) &&
+				st.st_ino == ob->ino && st.st_dev == ob->dev;
 		}
 		closedir(fds);
 	}
@@ -398,6 +409,52 @@ static int settle_stdio(const struct target *t, uint32_t n, struct fobjs *o, uin
 	return 0;
 }
 
+/* The first object before i that is a description of the same pipe, or i. */
+static uint32_t first_of_pipe(const struct fobjs *o, uint32_t i)
+{
+	for (uint32_t k = 0; k < i; k++)
+		if (o->f.objs[k].kind == o->f.objs[i].kind && o->f.objs[k].aux[0] == o->f.objs[i].aux[0])
+			return k;
+	return i;
+}
+
+/*
+ * A pipe or named pipe: one leading outside is a std stream to rebind
+ * when only fds 0-2 use it, else refused; the bytes in it are the pipe's,
+ * saved once, with its first description; every description has the
+ * pipe's size.
+ */
+static int pipe_settle(const struct target *t, uint32_t n, struct fobjs *o, uint32_t i,
+		       struct ibcr_err *e)
+{
+	struct ibcr_fobj *ob = &o->f.objs[i];
+	uint32_t first;
+	pid_t pid;
+	int fd;
+
+	if (ob->kind != IBCR_FD_PIPE && ob->kind != IBCR_FD_FIFO)
+		return 0;
+	first = first_of_pipe(o, i);
+	if (first < i) {
+		ob->aux[1] = o->f.objs[first].aux[1];
+		return 0;
+	}
+	if ((ob->kind == IBCR_FD_FIFO ||
+	     !has_end(o, ob->aux[0], O_RDONLY) || !has_end(o, ob->aux[0], O_WRONLY)) &&
+	    held_outside(t, n, o, i)) {
+		if (high_user(t, n, i, &pid, &fd) || ob->kind == IBCR_FD_FIFO)
+			return ibcr_fail(e, "pid %d fd %d: %s (%s) leads to a process "
+					 "outside the checkpoint: not supported",
+					 (int)(ob->kind == IBCR_FD_FIFO ? o->rep_pid[i] : pid),
+					 ob->kind == IBCR_FD_FIFO ? o->rep_fd[i] : fd,
+					 ob->kind == IBCR_FD_FIFO ? "named pipe" : "pipe",
+					 o->f.paths[i]);
+		ob->kind = IBCR_FD_STDIO;
+		return 0;
+	}
+	return pipe_data(o, i, e);
+}
+
 /*
  * Once every process is known: pipes (with both ends in the image a pipe
  * is restored with its data; one leading outside is a std stream to
@@ -409,28 +466,8 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 {
 	if (sockets_finish(o, e))
 		return -1;
-	for (uint32_t i = 0; i < o->f.nobjs; i++) {
-		struct ibcr_fobj *ob = &o->f.objs[i];
-		pid_t pid;
-		int fd;
-
-		if (ob->kind != IBCR_FD_PIPE)
-			continue;
-		if ((!has_end(o, ob->aux[0], O_RDONLY) || !has_end(o, ob->aux[0], O_WRONLY)) &&
-		    held_outside(t, n, ob->aux[0])) {
-			if (high_user(t, n, i, &pid, &fd))
-				return ibcr_fail(e, "pid %d fd %d: pipe (%s) leads to a process "
-						 "outside the checkpoint: not supported",
-						 (int)pid, fd, o->f.paths[i]);
-			ob->kind = IBCR_FD_STDIO;
-			continue;
-		}
-		if ((ob->flags & O_ACCMODE) == O_RDONLY && pipe_data(o, i, e))
-			return -1;
-	}
 	for (uint32_t i = 0; i < o->f.nobjs; i++)
-		if (o->f.objs[i].kind == IBCR_FD_FIFO &&
-		    (o->f.objs[i].flags & O_ACCMODE) != O_WRONLY && pipe_data(o, i, e))
+		if (pipe_settle(t, n, o, i, e))
 			return -1;
 	for (uint32_t i = 0; i < o->f.nobjs; i++)
 		if (settle_stdio(t, n, o, i, e))

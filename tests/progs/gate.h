@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * For test programs that set up one kind of state, are checkpointed and
+ * restarted, and then check that state themselves: gate_wait() says
+ * "ready" and waits for the file "go" in the working directory, which
+ * the test makes only once the restored process runs, so the checks run
+ * after the restore (or, in a run without one, as a proof that the
+ * checks themselves pass). check() prints "FAIL ..." and exits 1.
+ */
+#ifndef IBCR_TEST_GATE_H
+#define IBCR_TEST_GATE_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void __attribute__((format(printf, 2, 3))) check(int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ok)
+		return;
+	printf("FAIL ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf(" (errno %s)\n", strerror(errno));
+	fflush(stdout);
+	exit(1);
+}
+
+static void gate_wait(void)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+	printf("ready pid %d\n", (int)getpid());
+	fflush(stdout);
+	while (access("go", F_OK))
+		nanosleep(&ts, NULL);
+	printf("checking pid %d\n", (int)getpid());
+	fflush(stdout);
+}
+
+static void gate_done(void)
+{
+	printf("DONE pid %d\n", (int)getpid());
+	fflush(stdout);
+}
+
+#endif
