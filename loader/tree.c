@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -93,18 +94,31 @@ static void set_groups(const struct job *j, uint32_t i, pid_t loader_pgid, int v
 			"or process group (%s)\n", (int)r->pid, strerror(errno));
 }
 
+/*
+ * Dies the way the zombie did. The signal goes by a raw tgkill to the
+ * tid the kernel gives: after the raw clone3 of fork_as, musl's cached
+ * TID is still the loader's, and raise() would kill the loader. No core
+ * is dumped (not dumpable, no core size): the saver refuses a zombie
+ * that dumped one, the only status that would need it.
+ */
 static __attribute__((noreturn)) void become_zombie(const struct job *x)
 {
 	int st = x->ps.rec.exit_status;
 
 	prctl(PR_SET_NAME, x->ps.rec.comm, 0, 0, 0);	/* what ps shows of it */
 	if (WIFSIGNALED(st)) {
-		sigset_t none;
+		struct rlimit none = { 0, 0 };
+		sigset_t all;
 
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+		setrlimit(RLIMIT_CORE, &none);
 		signal(WTERMSIG(st), SIG_DFL);
-		raise(WTERMSIG(st));
+		sigfillset(&all);
+		sigdelset(&all, WTERMSIG(st));
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), WTERMSIG(st));
+		for (;;)
+			pause();	/* a signal that stops (SIGSTOP...) kills no one: exit below */
 	}
 	_exit(WEXITSTATUS(st));
 }

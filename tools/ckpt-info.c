@@ -171,6 +171,8 @@ static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process
 			  const struct ibcr_files *files)
 {
 	printf("process %u: pid %d (%s) exe %s\n", idx, ps->rec.pid, ps->rec.comm, ps->exe);
+	if (ps->rec.flags & IBCR_PROCF_ZOMBIE)
+		printf("  zombie, wait status %#x\n", (unsigned)ps->rec.exit_status);
 	printf("  cwd %s  uid %u gid %u  ppid %d pgid %d sid %d\n", ps->cwd,
 	       ps->rec.uid[0], ps->rec.gid[0], ps->rec.ppid, ps->rec.pgid, ps->rec.sid);
 	print_threads(arch, ps);
