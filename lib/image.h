@@ -251,6 +251,22 @@ enum ibcr_fd_kind {
 				/* waited for the master's reader */
 	IBCR_FD_PTS = 19,	/* pty slave whose master is in the image: aux[0] */
 				/* the index, aux[1] the master's object */
+	IBCR_FD_EXTERNAL = 20,	/* a descriptor leading outside, as saver */
+				/* --external-fd said: data struct ibcr_external */
+};
+
+/* What the restore puts at a descriptor that leads outside (saver --external-fd). */
+enum ibcr_ext_action {
+	IBCR_EXT_CLOSE = 1,	/* nothing: the descriptor is closed */
+	IBCR_EXT_NULL = 2,	/* /dev/null, with the saved access mode and flags */
+	IBCR_EXT_INHERIT = 3,	/* restart-loader's own descriptor of that number */
+	IBCR_EXT_TTY = 4,	/* restart-loader's controlling terminal */
+};
+
+/* The data of an IBCR_FD_EXTERNAL object. */
+struct ibcr_external {
+	uint32_t action;	/* enum ibcr_ext_action */
+	int32_t fd;		/* the descriptor's number in its process */
 };
 
 /* A pty pair's terminal state, the data of its IBCR_FD_PTMX object. */

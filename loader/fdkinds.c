@@ -128,7 +128,7 @@ static unsigned tty_dev(int fd)
  * else through the name of the std stream of ours that is that terminal
  * when there is one (the fd shows /dev/pts/N as before).
  */
-static int tty_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
+int tty_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 {
 	int flags = (int)(f->objs[i].flags & (O_ACCMODE | STATUS_FLAGS)) | O_NOCTTY | O_CLOEXEC;
 	int fd = open("/dev/tty", flags);
@@ -168,6 +168,7 @@ int fdk_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 	case IBCR_FD_MEMFD: return memfd_open(f, i, e);
 	case IBCR_FD_TTY: return tty_open(f, i, e);
 	case IBCR_FD_PTMX: return ptmx_open(f, i, e);
+	case IBCR_FD_EXTERNAL: return external_open(f, i, e);
 	}
 	return ibcr_fail(e, "file object %u (%s) is of kind %u, which this restart-loader "
 			 "does not know", i, f->paths[i], o->kind);

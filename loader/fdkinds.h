@@ -28,6 +28,15 @@ int memfd_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 /* a memfd with its bytes and mode, unsealed: shm.c maps it before forking */
 int memfd_make(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 
+/* fdexternal.c: descriptors that led outside (saver --external-fd), std streams */
+uint32_t external_action(const struct ibcr_files *f, uint32_t i);	/* 0: not one */
+int external_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
+int external_preflight(const struct restore *rs, struct ibcr_err *e);
+/* 0 placed, 1 an object to place as any other, -1 error */
+int external_place(const struct restore *rs, const struct ibcr_fd *f, struct ibcr_err *e);
+/* fdkinds.c: restart-loader's controlling terminal, for object i */
+int tty_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
+
 /* fdpipe.c (loader): every description of the pipe of object i, into fds[] */
 int pipe_open_all(const struct ibcr_files *f, uint32_t i, int *fds, int base,
 		  struct ibcr_err *e);

@@ -110,18 +110,14 @@ static int open_mappings(struct restore *rs, struct ibcr_err *e)
 static int place(struct restore *rs, const struct ibcr_fd *f, struct ibcr_err *e)
 {
 	const struct ibcr_fobj *o = &rs->files->objs[f->obj];
+	int rc;
 
 	if (o->kind == IBCR_FD_STAGE)
 		return 0;	/* verbs_standins puts something there */
 	if (o->kind == IBCR_FD_TTY)
 		return tty_place(rs, f, e);
-	if (o->kind == IBCR_FD_STDIO) {
-		if (fcntl(f->fd, F_GETFD) < 0)
-			return ibcr_fail(e, "fd %d was a terminal, pipe or socket and is "
-					 "rebound to the loader's, but the loader has no "
-					 "fd %d", f->fd, f->fd);
-		return 0;
-	}
+	if ((rc = external_place(rs, f, e)) <= 0)	/* std streams, --external-fd */
+		return rc;
 	if (rs->obj_fds[f->obj] < 0)
 		return ibcr_fail(e, "fd %d: its file %s was not opened", f->fd,
 				 rs->files->paths[f->obj]);

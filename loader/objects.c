@@ -86,6 +86,12 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		case IBCR_FD_STDIO:
 		case IBCR_FD_STAGE:
 			continue;	/* per process */
+		case IBCR_FD_EXTERNAL:
+			if (external_action(f, i) == IBCR_EXT_CLOSE ||
+			    external_action(f, i) == IBCR_EXT_INHERIT)
+				continue;	/* per process */
+			fd = fdk_open(f, i, e);
+			break;
 		default:
 			fd = fdk_open(f, i, e);	/* the kinds of fdkinds.h */
 			break;

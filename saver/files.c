@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "external.h"
 #include "fdkinds.h"
 #include "procfs.h"
 #include "saver.h"
@@ -202,6 +203,7 @@ static int capture_fd(struct target *t, struct fobjs *o, int fd, struct ibcr_fd 
 {
 	char path[64], link[4096];
 	struct ibcr_fobj probe = { 0 };
+	const struct ext_rule *rule;
 	struct stat st;
 	ssize_t k;
 	long shared;
@@ -215,6 +217,14 @@ static int capture_fd(struct target *t, struct fobjs *o, int fd, struct ibcr_fd 
 	r->fd = fd;
 	if (read_fdinfo(t->pid, fd, &probe, &r->cloexec, e))
 		return -1;
+	if ((rule = external_find(o, t->pid, fd))) {
+		/* what it leads to does not matter: it does not come back */
+		r->obj = add_object(o, t->pid, fd, link);
+		probe.kind = IBCR_FD_EXTERNAL;
+		o->f.objs[r->obj] = probe;
+		external_object(rule, fd, &o->f.objs[r->obj], &o->f.data[r->obj]);
+		return 0;
+	}
 	shared = verbs_owns_fd(t, fd) ? -1 : find_shared(o, t->pid, fd, &st);
 	if (shared >= 0) {
 		r->obj = (uint32_t)shared;
@@ -368,12 +378,26 @@ static int held_outside(const struct target *t, uint32_t n, const struct fobjs *
 	return found;
 }
 
-/* The first descriptor (pid, fd) that refers to object i, above fd 2. */
-static int high_user(const struct target *t, uint32_t n, uint32_t i, pid_t *pid, int *fd)
+static int on_std_fd(const struct target *x, uint32_t i)
+{
+	for (uint32_t f = 0; f < x->ps.nfds && x->ps.fds[f].fd <= 2; f++)
+		if (x->ps.fds[f].obj == i)
+			return 1;
+	return 0;
+}
+
+/*
+ * The first descriptor (pid, fd) above fd 2 that refers to object i in a
+ * process that does not also have it on fds 0-2: one that does follows
+ * its std stream at restore (bash's fd 255, a dup of fd 2).
+ */
+static int lone_high_user(const struct target *t, uint32_t n, uint32_t i, pid_t *pid,
+			  int *fd)
 {
 	for (uint32_t k = 0; k < n; k++)
 		for (uint32_t f = 0; f < t[k].ps.nfds; f++)
-			if (t[k].ps.fds[f].obj == i && t[k].ps.fds[f].fd > 2) {
+			if (t[k].ps.fds[f].obj == i && t[k].ps.fds[f].fd > 2 &&
+			    !on_std_fd(&t[k], i)) {
 				*pid = t[k].pid;
 				*fd = t[k].ps.fds[f].fd;
 				return 1;
@@ -382,30 +406,28 @@ static int high_user(const struct target *t, uint32_t n, uint32_t i, pid_t *pid,
 }
 
 /*
- * A terminal or socket seen first on fds 0-2 (a std stream to rebind)
- * that is also used above fd 2: a terminal is rebound there to the
- * loader's controlling terminal; a socket leading outside cannot be.
+ * A terminal, pipe or socket seen first on fds 0-2 (a std stream to
+ * rebind) and also used above fd 2: there it follows the std stream of
+ * its process at restore. Used above fd 2 alone (no std stream of that
+ * process shares it), and a terminal first seen above fd 2, it leads
+ * outside the checkpoint: refused, unless --external-fd said what comes
+ * back there (the loader cannot know it will have a terminal to give).
  */
 static int settle_stdio(const struct target *t, uint32_t n, struct fobjs *o, uint32_t i,
 			struct ibcr_err *e)
 {
 	struct ibcr_fobj *ob = &o->f.objs[i];
-	char path[64];
-	struct stat st;
-	pid_t pid;
-	int fd;
+	pid_t pid = o->rep_pid[i];
+	int fd = o->rep_fd[i];
 
-	if (ob->kind != IBCR_FD_STDIO || !high_user(t, n, i, &pid, &fd))
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)o->rep_pid[i], o->rep_fd[i]);
-	if (stat(path, &st))
-		return ibcr_fail_errno(e, errno, "pid %d fd %d", (int)o->rep_pid[i],
-				       o->rep_fd[i]);
-	if (!is_terminal(&st))
+	if (ob->kind == IBCR_FD_TTY || (ob->kind == IBCR_FD_STDIO &&
+					lone_high_user(t, n, i, &pid, &fd)))
 		return ibcr_fail(e, "pid %d fd %d: %s (%s) leads outside the checkpoint and "
-				 "is used above fd 2: only fds 0-2 are rebound", (int)pid, fd,
-				 kind_name(st.st_mode, o->f.paths[i]), o->f.paths[i]);
-	ob->kind = IBCR_FD_TTY;
+				 "is not one of fds 0-2 of its process, which are rebound"
+				 EXTERNAL_HINT, (int)pid, fd, ob->kind == IBCR_FD_TTY ||
+				 !strncmp(o->f.paths[i], "/dev/pts/", 9) ||
+				 !strncmp(o->f.paths[i], "/dev/tty", 8) ? "terminal" :
+				 kind_name(ob->mode, o->f.paths[i]), o->f.paths[i], fd);
 	return 0;
 }
 
@@ -442,13 +464,13 @@ static int pipe_settle(const struct target *t, uint32_t n, struct fobjs *o, uint
 	if ((ob->kind == IBCR_FD_FIFO ||
 	     !has_end(o, ob->aux[0], O_RDONLY) || !has_end(o, ob->aux[0], O_WRONLY)) &&
 	    held_outside(t, n, o, i)) {
-		if (high_user(t, n, i, &pid, &fd) || ob->kind == IBCR_FD_FIFO)
+		if (ob->kind == IBCR_FD_FIFO)
+			pid = o->rep_pid[i], fd = o->rep_fd[i];
+		if (ob->kind == IBCR_FD_FIFO || lone_high_user(t, n, i, &pid, &fd))
 			return ibcr_fail(e, "pid %d fd %d: %s (%s) leads to a process "
-					 "outside the checkpoint: not supported",
-					 (int)(ob->kind == IBCR_FD_FIFO ? o->rep_pid[i] : pid),
-					 ob->kind == IBCR_FD_FIFO ? o->rep_fd[i] : fd,
+					 "outside the checkpoint" EXTERNAL_HINT, (int)pid, fd,
 					 ob->kind == IBCR_FD_FIFO ? "named pipe" : "pipe",
-					 o->f.paths[i]);
+					 o->f.paths[i], fd);
 		ob->kind = IBCR_FD_STDIO;
 		return 0;
 	}
@@ -469,10 +491,10 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 	for (uint32_t i = 0; i < o->f.nobjs; i++)
 		if (pipe_settle(t, n, o, i, e))
 			return -1;
+	pty_finish(o);	/* slaves of masters in the image are not terminals outside */
 	for (uint32_t i = 0; i < o->f.nobjs; i++)
 		if (settle_stdio(t, n, o, i, e))
 			return -1;
-	pty_finish(o);
 	return memfd_check_mapped(t, n, o, e) || proc_check_own(t, n, o, e) ||
-	       epoll_finish(o, e) ? -1 : 0;
+	       epoll_finish(o, e) || external_check_epolls(t, n, o, e) ? -1 : 0;
 }

@@ -18,16 +18,21 @@
 #include <string.h>
 
 #include "buf.h"
+#include "external.h"
 #include "ptrace_util.h"
 #include "saver.h"
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: saver [--tree] [--kill | --stop] [--compress[=CODEC[:LEVEL]]] [--direct | --cached] -o IMAGE PID...\n"
+	fprintf(f, "usage: saver [--tree] [--kill | --stop] [--compress[=CODEC[:LEVEL]]] [--direct | --cached] [--external-fd SPEC]... -o IMAGE PID...\n"
 		   "  -o, --output IMAGE  write the checkpoint to IMAGE\n"
 		   "  -t, --tree          also every descendant of each PID\n"
 		   "  -k, --kill          kill the processes once the image is complete\n"
 		   "      --tcp-close     give up established TCP connections (restored broken)\n"
+		   "      --external-fd [PID:]FD:close|null|inherit|tty\n"
+		   "                      what the restore puts at FD, which leads outside the\n"
+		   "                      image (of process PID, or of every one): nothing,\n"
+		   "                      /dev/null, restart-loader's own FD, or its terminal\n"
 		   "      --sysv-ipc=used|all\n"
 		   "                      SysV semaphore sets and queues to save: those the\n"
 		   "                      processes used last (default), or all they may use\n"
@@ -270,6 +275,7 @@ int main(int argc, char **argv)
 		{ "cached", no_argument, NULL, 'C' },
 		{ "tree", no_argument, NULL, 't' },
 		{ "tcp-close", no_argument, NULL, 'T' },
+		{ "external-fd", required_argument, NULL, 'X' },
 		{ "sysv-ipc", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -296,6 +302,13 @@ int main(int argc, char **argv)
 		case 'N': snapshots = 0; break;
 		case 't': tree = 1; break;
 		case 'T': objs.tcp_close = 1; break;
+		case 'X':
+			if (external_parse(optarg, &objs)) {
+				fprintf(stderr, "saver: --external-fd=%s: expected [PID:]FD:ACTION, "
+					"ACTION close, null, inherit or tty\n", optarg);
+				return 2;
+			}
+			break;
 		case 'I':
 			if (strcmp(optarg, "used") && strcmp(optarg, "all")) {
 				fprintf(stderr, "saver: --sysv-ipc=%s: expected used or all\n", optarg);

@@ -53,6 +53,13 @@ int capture_threads(struct target *t, struct ibcr_err *e);
 /* procinfo.c */
 int capture_procinfo(struct target *t, struct ibcr_err *e);
 
+/* external.c: saver --external-fd [PID:]FD:ACTION (pid 0: every process) */
+struct ext_rule {
+	pid_t pid;
+	int fd;
+	uint32_t action;	/* enum ibcr_ext_action */
+};
+
 /* files.c: the image's open file descriptions, being collected */
 struct fobjs {
 	struct ibcr_files f;
@@ -60,6 +67,8 @@ struct fobjs {
 	int *rep_fd;
 	uint32_t cap;
 	int tcp_close;		/* --tcp-close: give up established TCP */
+	struct ext_rule *ext;	/* --external-fd */
+	uint32_t next;
 };
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e);
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e);

@@ -75,6 +75,7 @@ static const char *fd_kind(uint32_t k)
 	case IBCR_FD_TTY: return "tty";
 	case IBCR_FD_PTMX: return "ptmx";
 	case IBCR_FD_PTS: return "pts";
+	case IBCR_FD_EXTERNAL: return "extern";
 	}
 	return "?";
 }
@@ -167,6 +168,17 @@ static void print_inet(const struct ibcr_fobj *o, const uint8_t *data)
 	}
 }
 
+static void print_external(const struct ibcr_fobj *o, const uint8_t *data)
+{
+	static const char *const what[] = { "?", "closed", "/dev/null", "restart-loader's own",
+					    "restart-loader's terminal" };
+	struct ibcr_external x = { 0, 0 };
+
+	if (o->data_len == sizeof(x) && data)
+		memcpy(&x, data, sizeof(x));
+	printf(" (restored as %s)", what[x.action <= IBCR_EXT_TTY ? x.action : 0]);
+}
+
 static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process_state *ps,
 			  const struct ibcr_files *files)
 {
@@ -185,7 +197,9 @@ static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process
 		       (unsigned long long)o->pos, ps->fds[i].obj, files->paths[ps->fds[i].obj]);
 		if (o->kind == IBCR_FD_INET)
 			print_inet(o, files->data[ps->fds[i].obj]);
-		if (o->data_len)
+		if (o->kind == IBCR_FD_EXTERNAL)
+			print_external(o, files->data[ps->fds[i].obj]);
+		else if (o->data_len)
 			printf(" (%llu bytes in it)", (unsigned long long)o->data_len);
 		printf("\n");
 	}
