@@ -62,7 +62,7 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		const struct ibcr_fobj *o = &f->objs[i];
 		int fd = -1, high;
 
-		if (pass_of(o) != k / f->nobjs || fds[i] >= 0)
+		if (pass_of(o) != k / f->nobjs)
 			continue;
 		switch (o->kind) {
 		case IBCR_FD_REG:
@@ -73,7 +73,7 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		case IBCR_FD_FIFO:
 		case IBCR_FD_PIPE:
 			/* every description of that pipe at once (fdpipe.c) */
-			if (pipe_open_all(f, i, fds, base, e))
+			if (fds[i] < 0 && pipe_open_all(f, i, fds, base, e))
 				rc = -1;
 			continue;
 		case IBCR_FD_UNIX:
