@@ -50,6 +50,8 @@ enum ibcr_sec_type {
 	IBCR_SEC_SYSVSHM = 9,	/* image-wide: SysV shared memory segments */
 	IBCR_SEC_SYSVSEM = 10,	/* image-wide: SysV semaphore sets */
 	IBCR_SEC_SYSVMSG = 11,	/* image-wide: SysV message queues */
+	IBCR_SEC_FILEDATA = 16,	/* image-wide: bytes of deleted files and memfds */
+	IBCR_SEC_FILEATTRS = 17,	/* image-wide: struct ibcr_fattr[FILEOBJS' nobjs] */
 	IBCR_SEC_END = 0x7fff,	/* last section: marks a complete image */
 };
 
@@ -327,6 +329,42 @@ struct ibcr_fobj {
 	uint64_t data_off;	/* bytes it holds (unread pipe data), in */
 	uint64_t data_len;	/* the section's data area */
 	uint64_t aux[4];	/* per kind, see ibcr_fd_kind */
+};
+
+/*
+ * FILEATTRS section: image-wide, after FILEDATA, one record per object
+ * of FILEOBJS, in its order: what an open file description or its file
+ * has beyond struct ibcr_fobj. An image without it has zeros here.
+ */
+#define IBCR_FATTR_DATA 0x1	/* its bytes are in FILEDATA: data_off, data_len */
+#define IBCR_FATTR_OWNER 0x2	/* uid, gid, atime_ns hold the file's */
+
+struct ibcr_fattr {
+	uint32_t same_file;	/* DELETED, MEMFD: 1 + index of an earlier object */
+				/* that is this very file (it holds the bytes) */
+	uint32_t flags;		/* IBCR_FATTR_* */
+	uint32_t uid, gid;	/* DELETED, MEMFD: the file's owner */
+	uint64_t atime_ns;	/* DELETED, MEMFD: (mtime_ns is in the object) */
+	uint64_t data_off;	/* its record in FILEDATA's payload: */
+	uint64_t data_len;	/* nextents struct ibcr_extent, then their bytes */
+	uint32_t nextents;
+	uint32_t data_sum;	/* file_sum() of the record */
+	int32_t owner_pid;	/* F_GETOWN_EX: tid, pid or pgid; 0: none */
+	uint32_t owner_type;	/* F_OWNER_TID 0, F_OWNER_PID 1, F_OWNER_PGRP 2 */
+	uint32_t sig;		/* F_GETSIG: 0 is SIGIO */
+	uint32_t lease;		/* F_GETLEASE + 1 (1 read, 2 write), 0: none */
+};
+
+/*
+ * FILEDATA section: image-wide, after FILEOBJS, flag CRC_PER_REGION (its
+ * data_crc is unused): the records of the files whose bytes the image
+ * holds, each 8-byte aligned, as its FILEATTRS record says. A record is
+ * the file's data extents (SEEK_DATA, SEEK_HOLE: holes stay holes), then
+ * their bytes, extent after extent. It is read a piece at a time, not
+ * held in memory: a file may be larger than memory.
+ */
+struct ibcr_extent {
+	uint64_t off, len;
 };
 
 struct ibcr_fileobjs_hdr {

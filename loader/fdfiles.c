@@ -15,10 +15,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fdio.h"
 #include "fdkinds.h"
+#include "filedata.h"
 
 static int unlinked_in(const char *dir, mode_t mode)
 {
@@ -67,26 +69,66 @@ static int as_saved(int fd, const struct ibcr_fobj *o, const char *what, const c
 	return nfd;
 }
 
+static int put_piece(void *arg, uint64_t off, const uint8_t *p, size_t n)
+{
+	return pwrite_full(*(int *)arg, p, n, off);
+}
+
+/* Its size, its bytes where it had data (holes stay holes), owner, mode, times. */
 static int fill(int fd, const struct ibcr_files *f, uint32_t i, const char *what,
 		struct ibcr_err *e)
 {
 	const struct ibcr_fobj *o = &f->objs[i];
+	const struct ibcr_fattr *a = &f->attrs[i];
+	struct timespec t[2] = { { (time_t)(a->atime_ns / 1000000000u), (long)(a->atime_ns % 1000000000u) },
+				 { (time_t)(o->mtime_ns / 1000000000u), (long)(o->mtime_ns % 1000000000u) } };
+	int rc = 0;
 
-	if (write_full(fd, f->data[i], o->data_len) || ftruncate(fd, (off_t)o->data_len)) {
-		ibcr_fail_errno(e, errno, "%s %s: writing its %llu bytes back", what,
-				f->paths[i], (unsigned long long)o->data_len);
+	if (ftruncate(fd, (off_t)(o->data_len ? o->data_len : o->size)))
+		rc = ibcr_fail_errno(e, errno, "%s %s: making it %llu bytes long", what,
+				     f->paths[i], (unsigned long long)o->size);
+	else if (o->data_len && write_full(fd, f->data[i], o->data_len))	/* older images */
+		rc = ibcr_fail_errno(e, errno, "%s %s: writing its %llu bytes back", what,
+				     f->paths[i], (unsigned long long)o->data_len);
+	else if ((a->flags & IBCR_FATTR_DATA) &&
+		 filedata_walk(f->filedata_fd, f, i, put_piece, &fd, e))
+		rc = -1;
+	else if (fchmod(fd, (mode_t)(o->mode & 07777)))
+		rc = ibcr_fail_errno(e, errno, "%s %s: restoring its mode %#o", what, f->paths[i],
+				     (unsigned)(o->mode & 07777));
+	else if ((a->flags & IBCR_FATTR_OWNER) && fchown(fd, a->uid, a->gid) &&
+		 (errno != EPERM || a->uid != geteuid() || a->gid != getegid()))
+		rc = ibcr_fail_errno(e, errno, "%s %s: restoring its owner %u:%u", what,
+				     f->paths[i], a->uid, a->gid);
+	/* last: writing changes them */
+	else if ((a->flags & IBCR_FATTR_OWNER) && futimens(fd, t))
+		rc = ibcr_fail_errno(e, errno, "%s %s: restoring its times", what, f->paths[i]);
+	if (rc)
 		close(fd);
-		return -1;
-	}
-	return 0;
+	return rc;
 }
 
-int deleted_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
+/* Another description of the file object k is (the same file, saved once). */
+static int same_file(const struct ibcr_files *f, uint32_t i, const int *fds, const char *what,
+		     struct ibcr_err *e)
+{
+	uint32_t k = f->attrs[i].same_file - 1;
+	int fd;
+
+	if (fds[k] < 0 || (fd = fcntl(fds[k], F_DUPFD_CLOEXEC, 0)) < 0)
+		return ibcr_fail(e, "%s %s (file object %u) is the file of object %u, which was "
+				 "not made", what, f->paths[i], i, k);
+	return as_saved(fd, &f->objs[i], what, f->paths[i], e);
+}
+
+int deleted_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e)
 {
 	const char *path = f->paths[i], *slash = strrchr(path, '/');
 	char dir[PATH_MAX];
 	int fd;
 
+	if (f->attrs[i].same_file)
+		return same_file(f, i, fds, "deleted file", e);
 	if (!slash || (size_t)(slash - path) >= sizeof(dir))
 		return ibcr_fail(e, "deleted file %s (file object %u): no directory", path, i);
 	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
@@ -101,7 +143,6 @@ int deleted_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 
 int memfd_make(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 {
-	const struct ibcr_fobj *o = &f->objs[i];
 	const char *name = f->paths[i] + (strncmp(f->paths[i], "/memfd:", 7) ? 0 : 7);
 	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
@@ -109,20 +150,17 @@ int memfd_make(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 		return ibcr_fail_errno(e, errno, "memfd %s (file object %u): creating it", name, i);
 	if (fill(fd, f, i, "memfd", e))
 		return -1;
-	if (fchmod(fd, (mode_t)(o->mode & 07777))) {
-		ibcr_fail_errno(e, errno, "memfd %s: restoring its mode %#o", name,
-				(unsigned)(o->mode & 07777));
-		close(fd);
-		return -1;
-	}
 	return fd;
 }
 
-int memfd_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
+int memfd_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e)
 {
 	const struct ibcr_fobj *o = &f->objs[i];
-	int fd = shm_memfd(i);	/* made already if it is mapped shared too */
+	int fd;
 
+	if (f->attrs[i].same_file)
+		return same_file(f, i, fds, "memfd", e);
+	fd = shm_memfd(i);	/* made already if it is mapped shared too */
 	if (fd < 0 && (fd = memfd_make(f, i, e)) < 0)
 		return -1;
 	if (o->aux[0] && fcntl(fd, F_ADD_SEALS, (int)o->aux[0])) {

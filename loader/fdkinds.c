@@ -164,8 +164,6 @@ int fdk_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 	case IBCR_FD_SIGNALFD: return signalfd_open(o, i, e);
 	case IBCR_FD_EPOLL: return epoll_open(o, i, e);
 	case IBCR_FD_INOTIFY: return inotify_open(f, i, e);
-	case IBCR_FD_DELETED: return deleted_open(f, i, e);
-	case IBCR_FD_MEMFD: return memfd_open(f, i, e);
 	case IBCR_FD_TTY: return tty_open(f, i, e);
 	case IBCR_FD_PTMX: return ptmx_open(f, i, e);
 	case IBCR_FD_EXTERNAL: return external_open(f, i, e);

@@ -23,8 +23,9 @@ int tty_place(const struct restore *rs, const struct ibcr_fd *f, struct ibcr_err
 
 /* fdinotify.c, fdfiles.c (loader) */
 int inotify_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
-int deleted_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
-int memfd_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
+/* deleted files, memfds: fds holds the objects before i (one may be the same file) */
+int deleted_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e);
+int memfd_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e);
 /* a memfd with its bytes and mode, unsealed: shm.c maps it before forking */
 int memfd_make(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 

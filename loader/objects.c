@@ -83,6 +83,12 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		case IBCR_FD_PTS:
 			fd = pts_open(f, i, fds, e);
 			break;
+		case IBCR_FD_DELETED:
+			fd = deleted_open(f, i, fds, e);
+			break;
+		case IBCR_FD_MEMFD:
+			fd = memfd_open(f, i, fds, e);
+			break;
 		case IBCR_FD_STDIO:
 		case IBCR_FD_STAGE:
 			continue;	/* per process */

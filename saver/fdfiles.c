@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
  * Files that only the process still has: a regular file deleted while
- * open, and a memfd. Their bytes go into the image (the FILEOBJS data
- * area, at most IBCR_MAX_FILE_DATA each: the loader holds the section in
- * memory, and a file that large is better kept on disk by the program),
- * with their offset and flags, a memfd's seals. A deleted file that still
- * has another name (a hard link) would lose that link's sharing: refused.
+ * open, and a memfd. Their bytes go into the image (FILEDATA, once per
+ * file: filedata.c), with their offset and flags, a memfd's seals. A
+ * deleted file that still has another name (a hard link) would lose that
+ * link's sharing: refused.
  *
  * And terminals: the restore rebinds one used above fd 2 to the loader's
  * controlling terminal, so any terminal device qualifies here.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,64 +64,45 @@ int deleted_classify(pid_t pid, int fd, char *link, const struct stat *st,
 		o->kind = IBCR_FD_MEMFD;
 		return 1;
 	}
-	if (st->st_nlink)
-		return ibcr_fail(e, "pid %d fd %d: file %s was deleted but still has %lu "
-				 "other name(s) (hard links): not supported", (int)pid, fd,
-				 link, (unsigned long)st->st_nlink);
+	if (st->st_nlink) {
+		char other[PATH_MAX];
+
+		/* the same file under another name: reopened by that name */
+		if (!inode_path(pid, st->st_ino, st->st_dev, other, sizeof(other)))
+			return ibcr_fail(e, "pid %d fd %d: file %s was deleted but still has %lu "
+					 "other name(s) (hard links), none of them found near "
+					 "the process's directories: not supported", (int)pid, fd,
+					 link, (unsigned long)st->st_nlink);
+		snprintf(link, PATH_MAX, "%s", other);
+		o->kind = IBCR_FD_REG;
+		return 1;
+	}
 	o->kind = IBCR_FD_DELETED;
 	return 1;
 }
 
-static int read_all(int fd, uint8_t *p, uint64_t n)
+/* Its bytes (filedata.c) and a memfd's seals, through a reopening of it. */
+int deleted_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_err *e)
 {
-	uint64_t done = 0;
-
-	while (done < n) {
-		ssize_t k = pread(fd, p + done, n - done, (off_t)done);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k == 0)
-			errno = EIO;	/* shorter than it was a moment ago */
-		if (k <= 0)
-			return -1;
-		done += (uint64_t)k;
-	}
-	return 0;
-}
-
-/* The bytes (and a memfd's seals) of pid's fd, through a reopening of it. */
-int deleted_capture(pid_t pid, int fd, const char *path, struct ibcr_fobj *o,
-		    uint8_t **data, struct ibcr_err *e)
-{
+	struct ibcr_fobj *ob = &o->f.objs[i];
 	char proc[64];
-	int rfd, rc = 0;
+	int rfd, seals;
 
-	if (o->size > IBCR_MAX_FILE_DATA)
-		return ibcr_fail(e, "pid %d fd %d: %s %s holds %llu bytes; at most %llu MiB "
-				 "are saved with the image", (int)pid, fd,
-				 o->kind == IBCR_FD_MEMFD ? "memfd" : "deleted file", path,
-				 (unsigned long long)o->size, IBCR_MAX_FILE_DATA >> 20);
+	if (filedata_capture(pid, fd, o, i, e))
+		return -1;
+	if (ob->kind != IBCR_FD_MEMFD)
+		return 0;
 	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", (int)pid, fd);
 	if ((rfd = open(proc, O_RDONLY | O_CLOEXEC)) < 0)
-		return ibcr_fail_errno(e, errno, "pid %d fd %d: opening deleted file %s to "
-				       "save its contents", (int)pid, fd, path);
-	*data = o->size ? xmalloc(o->size) : NULL;
-	if (o->size && read_all(rfd, *data, o->size))
-		rc = ibcr_fail_errno(e, errno, "pid %d fd %d: reading the %llu "
-				     "bytes of deleted file %s", (int)pid, fd,
-				     (unsigned long long)o->size, path);
-	o->data_len = o->size;
-	if (!rc && o->kind == IBCR_FD_MEMFD) {
-		int seals = fcntl(rfd, F_GET_SEALS);
-
-		if (seals < 0)
-			rc = ibcr_fail_errno(e, errno, "pid %d fd %d: reading the seals of %s",
-					     (int)pid, fd, path);
-		o->aux[0] = (uint64_t)(seals < 0 ? 0 : seals);
-	}
+		return ibcr_fail_errno(e, errno, "pid %d fd %d: opening memfd %s", (int)pid, fd,
+				       o->f.paths[i]);
+	seals = fcntl(rfd, F_GET_SEALS);
 	close(rfd);
-	return rc;
+	if (seals < 0)
+		return ibcr_fail_errno(e, errno, "pid %d fd %d: reading the seals of %s",
+				       (int)pid, fd, o->f.paths[i]);
+	ob->aux[0] = (uint64_t)seals;
+	return 0;
 }
 
 /*

@@ -14,7 +14,10 @@
 
 #include "saver.h"
 
-/* Largest deleted file or memfd whose bytes go into the image. */
+/*
+ * Bytes of deleted files and memfds read in the freeze, at most: beyond,
+ * they are read while the image is written, the processes stopped.
+ */
 #define IBCR_MAX_FILE_DATA (64ull << 20)
 
 /* fdkinds.c */
@@ -28,6 +31,8 @@ int anon_capture(pid_t pid, int fd, struct ibcr_fobj *o, struct ibcr_err *e);
 int epoll_finish(struct fobjs *o, struct ibcr_err *e);
 
 /* fdinotify.c */
+/* A path of inode (ino, dev) near where pid is (its directories, searched): 1, or 0 */
+int inode_path(pid_t pid, uint64_t ino, dev_t dev, char *out, size_t len);
 int inotify_capture(pid_t pid, int fd, struct ibcr_fobj *o, uint8_t **data,
 		    struct ibcr_err *e);
 
@@ -42,8 +47,9 @@ int is_terminal(const struct stat *st);
 /* 1: a deleted file or memfd (o->kind set, path trimmed), 0: not, -1: error */
 int deleted_classify(pid_t pid, int fd, char *link, const struct stat *st,
 		     struct ibcr_fobj *o, struct ibcr_err *e);
-int deleted_capture(pid_t pid, int fd, const char *path, struct ibcr_fobj *o,
-		    uint8_t **data, struct ibcr_err *e);
+int deleted_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_err *e);
+/* filedata.c: its bytes (and owner, atime), once per file */
+int filedata_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_err *e);
 /* once every process's memory map is known */
 int memfd_check_mapped(const struct target *t, uint32_t n, const struct fobjs *o,
 		       struct ibcr_err *e);

@@ -172,8 +172,10 @@ static uint32_t add_object(struct fobjs *o, pid_t pid, int fd, const char *link)
 		o->f.data = xrealloc(o->f.data, sizeof(uint8_t *) * o->cap);
 		o->rep_pid = xrealloc(o->rep_pid, sizeof(pid_t) * o->cap);
 		o->rep_fd = xrealloc(o->rep_fd, sizeof(int) * o->cap);
+		o->f.attrs = xrealloc(o->f.attrs, sizeof(*o->f.attrs) * o->cap);
 	}
 	memset(&o->f.objs[i], 0, sizeof(o->f.objs[i]));
+	memset(&o->f.attrs[i], 0, sizeof(o->f.attrs[i]));
 	o->f.paths[i] = xstrdup(link);
 	o->f.data[i] = NULL;
 	o->rep_pid[i] = pid;
@@ -189,7 +191,7 @@ static int capture_state(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct 
 	switch (ob->kind) {
 	case IBCR_FD_DELETED:
 	case IBCR_FD_MEMFD:
-		return deleted_capture(pid, fd, o->f.paths[i], ob, &o->f.data[i], e);
+		return deleted_capture(pid, fd, o, i, e);
 	case IBCR_FD_INOTIFY:
 		return inotify_capture(pid, fd, ob, &o->f.data[i], e);
 	case IBCR_FD_PTMX:

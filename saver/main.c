@@ -152,7 +152,7 @@ static int write_sysv(struct img_writer *w, const struct ibcr_sysv *sysv,
 }
 
 static int write_image(const char *out, struct target *t, uint32_t n,
-		       const struct fobjs *objs, const struct ibcr_sysv *sysv,
+		       struct fobjs *objs, const struct ibcr_sysv *sysv,
 		       const struct ibcr_sysvipc *ipc, const struct image_opt *c,
 		       uint64_t *direct_bytes, struct ibcr_err *e)
 {
@@ -163,7 +163,11 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 	if (imgw_open(&w, out, ibcr_host_arch(), n, want ? IMGW_DIRECT : 0, e))
 		return -1;
 	enc_fileobjs(&b, &objs->f);
-	if (imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p, b.len, e))
+	if (imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p, b.len, e) ||
+	    filedata_write(&w, objs, e) ||
+	    (objs->f.nobjs && imgw_section(&w, IBCR_SEC_FILEATTRS, IBCR_PROC_NONE, NULL,
+					  objs->f.attrs, sizeof(*objs->f.attrs) * objs->f.nobjs,
+					  e)))
 		goto fail;
 	if (write_sysv(&w, sysv, ipc, e))
 		goto fail;
@@ -369,7 +373,8 @@ int main(int argc, char **argv)
 	if (!rc)	/* still stopped: the values and messages are theirs */
 		rc = sysvipc_capture(t, n, ipc_all, &ipc, &e);
 	s.captured = now_ms();
-	if (!rc && how == RELEASE_RUN && snapshots) {
+	/* files read while writing must not change: no snapshot then */
+	if (!rc && how == RELEASE_RUN && snapshots && !objs.keep_stopped) {
 		rc = snapshot_all(t, n, &e);
 		released = rc == 1;
 		if (released)
@@ -386,6 +391,7 @@ int main(int argc, char **argv)
 	s.written = now_ms();
 	for (uint32_t i = 0; i < n; i++)
 		snapshot_destroy(&t[i]);
+	filedata_free(&objs);
 	if (rc) {
 		fprintf(stderr, "saver: %s\n", e.msg);
 		how = RELEASE_RUN;	/* never kill what we could not save */

@@ -69,9 +69,15 @@ struct fobjs {
 	int tcp_close;		/* --tcp-close: give up established TCP */
 	struct ext_rule *ext;	/* --external-fd */
 	uint32_t next;
+	struct fdata *fdata;	/* per object: bytes of a deleted file or memfd */
+	uint64_t held_bytes;	/* of them, read in the freeze */
+	int keep_stopped;	/* some are read while writing: no snapshot */
 };
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e);
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e);
+/* filedata.c: FILEDATA (the files' bytes), then the objects' FILEATTRS */
+int filedata_write(struct img_writer *w, struct fobjs *o, struct ibcr_err *e);
+void filedata_free(struct fobjs *o);
 
 /* memory.c */
 int capture_memory_map(struct target *t, struct ibcr_err *e);

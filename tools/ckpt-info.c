@@ -20,6 +20,7 @@
 
 #include "compress.h"
 #include "ibcr_verbs_abi.h"
+#include "filedata.h"
 #include "image_io.h"
 
 /* Registers are arch-specific; these offsets work for either image. */
@@ -179,6 +180,13 @@ static void print_external(const struct ibcr_fobj *o, const uint8_t *data)
 	printf(" (restored as %s)", what[x.action <= IBCR_EXT_TTY ? x.action : 0]);
 }
 
+/* --verify reads the files' bytes only for their sums */
+static int skip_piece(void *arg, uint64_t off, const uint8_t *p, size_t n)
+{
+	(void)arg, (void)off, (void)p, (void)n;
+	return 0;
+}
+
 static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process_state *ps,
 			  const struct ibcr_files *files)
 {
@@ -199,6 +207,14 @@ static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process
 			print_inet(o, files->data[ps->fds[i].obj]);
 		if (o->kind == IBCR_FD_EXTERNAL)
 			print_external(o, files->data[ps->fds[i].obj]);
+		else if (files->attrs[ps->fds[i].obj].same_file)
+			printf(" (the file of obj %u)", files->attrs[ps->fds[i].obj].same_file - 1);
+		else if (files->attrs[ps->fds[i].obj].flags & IBCR_FATTR_DATA)
+			printf(" (%llu bytes in it) in %u extent(s)",
+			       (unsigned long long)(files->attrs[ps->fds[i].obj].data_len -
+						    files->attrs[ps->fds[i].obj].nextents *
+						    sizeof(struct ibcr_extent)),
+			       files->attrs[ps->fds[i].obj].nextents);
 		else if (o->data_len)
 			printf(" (%llu bytes in it)", (unsigned long long)o->data_len);
 		printf("\n");
@@ -291,6 +307,10 @@ int main(int argc, char **argv)
 		if (!rc)
 			ibcr_process_free(&ps);
 	}
+	for (uint32_t i = 0; i < files.nobjs && !rc && verify; i++)
+		if ((files.attrs[i].flags & IBCR_FATTR_DATA) &&
+		    filedata_walk(r.fd, &files, i, skip_piece, NULL, &e))
+			rc = 1;
 	if (rc)
 		fprintf(stderr, "ckpt-info: %s\n", e.msg);
 	else if (verify)

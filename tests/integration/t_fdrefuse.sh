@@ -2,8 +2,8 @@
 # File state that cannot be saved faithfully is refused, in one line that
 # names the pid, the fd and the cause, with no image left and the process
 # running on: an inotify with an unread event, an epoll whose target is
-# no longer at the fd number it was added with, a deleted file above the
-# size limit, a deleted file that still has another name, a memfd that
+# no longer at the fd number it was added with, a deleted file that
+# still has another name, too far from the process to be found, a memfd that
 # is also mapped shared (the mapping and the fd would come back apart), a
 # file under /proc/PID of the process itself (another pid's at restore).
 # And a deleted file whose directory is gone at restore: restart-loader
@@ -36,8 +36,7 @@ refuse() {
 
 refuse inotify-unread "inotify" "unread event"
 refuse epoll-closed "epoll" "fd 4\b" "closed"
-refuse deleted-big "deleted file" "68157440 bytes" "64 MiB"
-refuse deleted-linked "deleted" "other name"
+refuse deleted-linked-far "deleted" "other name" "none of them found"
 refuse memfd-sealed "memfd" "sealed against writing" "mapped shared"
 refuse proc-self "/proc/[0-9]+/stat" "process in the checkpoint"
 refuse proc-self-dir "/proc/[0-9]+/fd\b" "process in the checkpoint"

@@ -14,8 +14,8 @@
  *                   creates "new": an event nobody read
  *   epoll-closed    an epoll whose target, added as fd 4, now lives at
  *                   fd 5 only
- *   deleted-big     a deleted file of 65 MiB (sparse)
- *   deleted-linked  a file with two names, one deleted ("b" remains)
+ *   deleted-linked-far  a file with two names, one deleted, the other
+ *                   (../far/x/y/b) far from the process's directories
  *   memfd-sealed    a memfd sealed against writing, also mapped shared
  *   deleted         sub/f, 6 bytes, deleted; reading it from offset 2 each
  *                   tick must give "llo\n", else "FAIL" and exit 1
@@ -78,16 +78,14 @@ static int hold_file(const char *kind)
 		return epoll_closed() ? -1 : 0;
 	if (!strcmp(kind, "deleted"))
 		return deleted() ? -1 : 0;
-	if (!strcmp(kind, "deleted-big"))
-		return (fd = open(".", O_TMPFILE | O_RDWR, 0600)) != 3 ||
-		       ftruncate(fd, 65 << 20) ? -1 : 0;
 	if (!strcmp(kind, "memfd-sealed"))
 		return (fd = memfd_create("sealed", MFD_ALLOW_SEALING)) != 3 ||
 		       ftruncate(fd, 4096) || fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) ||
 		       mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED ? -1 : 0;
-	if (!strcmp(kind, "deleted-linked"))
-		return open("a", O_RDWR | O_CREAT, 0644) != 3 || link("a", "b") ||
-		       unlink("a") ? -1 : 0;
+	if (!strcmp(kind, "deleted-linked-far"))
+		return mkdir("../far", 0755) || mkdir("../far/x", 0755) ||
+		       mkdir("../far/x/y", 0755) || open("a", O_RDWR | O_CREAT, 0644) != 3 ||
+		       link("a", "../far/x/y/b") || unlink("a") ? -1 : 0;
 	return -1;
 }
 
