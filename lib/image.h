@@ -255,6 +255,8 @@ enum ibcr_fd_kind {
 				/* the index, aux[1] the master's object */
 	IBCR_FD_EXTERNAL = 20,	/* a descriptor leading outside, as saver */
 				/* --external-fd said: data struct ibcr_external */
+	IBCR_FD_OPATH = 21,	/* O_PATH descriptor of any kind of file (a */
+				/* symlink itself with O_NOFOLLOW): path, mode */
 };
 
 /* What the restore puts at a descriptor that leads outside (saver --external-fd). */
@@ -353,6 +355,8 @@ struct ibcr_fattr {
 	uint32_t owner_type;	/* F_OWNER_TID 0, F_OWNER_PID 1, F_OWNER_PGRP 2 */
 	uint32_t sig;		/* F_GETSIG: 0 is SIGIO */
 	uint32_t lease;		/* F_GETLEASE + 1 (1 read, 2 write), 0: none */
+	int32_t async_pid;	/* O_ASYNC: the process and fd whose number its */
+	int32_t async_fd;	/* signals name (si_fd), as the saver saw it first */
 };
 
 /*

@@ -38,6 +38,13 @@ int external_place(const struct restore *rs, const struct ibcr_fd *f, struct ibc
 /* fdkinds.c: restart-loader's controlling terminal, for object i */
 int tty_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 
+/* fdattrs.c: I/O signal when made; lease and signal owner once all processes exist */
+int fdattr_open(const struct ibcr_files *f, uint32_t i, int fd, struct ibcr_err *e);
+/* restored process, fds placed: O_ASYNC signals name the saved fd */
+int fdattr_async(const struct restore *rs, struct ibcr_err *e);
+int fdattr_finish(const struct job *j, uint32_t n, const struct ibcr_files *f, const int *fds,
+		  struct ibcr_err *e);
+
 /* fdpipe.c (loader): every description of the pipe of object i, into fds[] */
 int pipe_open_all(const struct ibcr_files *f, uint32_t i, int *fds, int base,
 		  struct ibcr_err *e);

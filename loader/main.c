@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fdkinds.h"
 #include "loader.h"
 
 void run_child(struct restore *rs);
@@ -402,6 +403,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	t_filled = now_ms();
+	/* every process exists: I/O signal owners, leases (before any resumes) */
+	if (fdattr_finish(j, r.hdr.nprocs, &files, obj_fds, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		kill_all(j, r.hdr.nprocs);
+		return 1;
+	}
 	shm_remove_dead(&sysv);
 	/* the processes have them: a pipe's end held here would hide its EOF */
 	for (uint32_t i = 0; i < files.nobjs; i++)

@@ -36,6 +36,22 @@ static int reopen(const struct ibcr_fobj *o, const char *path, struct ibcr_err *
 	return fd;
 }
 
+/* An O_PATH descriptor: the same name, the same kind of file, not opened. */
+static int opath_open(const struct ibcr_fobj *o, const char *path, struct ibcr_err *e)
+{
+	int fd = open(path, O_PATH | O_CLOEXEC | (int)(o->flags & (O_NOFOLLOW | O_DIRECTORY)));
+	struct stat st;
+
+	if (fd < 0)
+		return ibcr_fail_errno(e, errno, "O_PATH descriptor of %s: opening it", path);
+	if (fstat(fd, &st) || (st.st_mode & S_IFMT) != (o->mode & S_IFMT)) {
+		close(fd);
+		return ibcr_fail(e, "O_PATH descriptor of %s: it is no longer the same kind of "
+				 "file", path);
+	}
+	return fd;
+}
+
 /*
  * Objects are made in three passes: pty masters first (their slaves are
  * opened through them), TCP connections taken over last (bound in repair
@@ -69,6 +85,9 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		case IBCR_FD_DIR:
 		case IBCR_FD_CHR:
 			fd = reopen(o, f->paths[i], e);
+			break;
+		case IBCR_FD_OPATH:
+			fd = opath_open(o, f->paths[i], e);
 			break;
 		case IBCR_FD_FIFO:
 		case IBCR_FD_PIPE:
@@ -113,6 +132,9 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 					     f->paths[i], base);
 		fds[i] = high;
 	}
+	for (uint32_t i = 0; i < f->nobjs && !rc; i++)
+		if (fds[i] >= 0)
+			rc = fdattr_open(f, i, fds[i], e);
 	if (!rc)
 		rc = tcp_finish(f, fds, e);	/* every end exists now */
 	*out = fds;

@@ -5,6 +5,7 @@
  * ones the image was taken with. A failure here leaves nothing behind.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,10 +31,14 @@ int preflight_files(const struct ibcr_files *f, struct ibcr_err *e)
 		struct stat st;
 
 		if (o->kind != IBCR_FD_REG && o->kind != IBCR_FD_DIR &&
-		    o->kind != IBCR_FD_CHR && o->kind != IBCR_FD_FIFO)
+		    o->kind != IBCR_FD_CHR && o->kind != IBCR_FD_FIFO && o->kind != IBCR_FD_OPATH)
 			continue;
-		if (stat(path, &st))
+		if ((o->kind == IBCR_FD_OPATH && (o->flags & O_NOFOLLOW) ? lstat(path, &st) :
+		     stat(path, &st)))
 			return ibcr_fail_errno(e, errno, "open file %s", path);
+		if (o->kind == IBCR_FD_OPATH && (st.st_mode & S_IFMT) != (o->mode & S_IFMT))
+			return ibcr_fail(e, "O_PATH descriptor of %s: it is no longer the same kind "
+					 "of file", path);
 		if ((o->kind == IBCR_FD_REG && !S_ISREG(st.st_mode)) ||
 		    (o->kind == IBCR_FD_DIR && !S_ISDIR(st.st_mode)) ||
 		    (o->kind == IBCR_FD_CHR && !S_ISCHR(st.st_mode)) ||

@@ -158,8 +158,8 @@ int proc_check_own(const struct target *t, uint32_t n, const struct fobjs *o,
 		char *end;
 		long id;
 
-		if ((o->f.objs[i].kind != IBCR_FD_REG && o->f.objs[i].kind != IBCR_FD_DIR) ||
-		    strncmp(path, "/proc/", 6))
+		if ((o->f.objs[i].kind != IBCR_FD_REG && o->f.objs[i].kind != IBCR_FD_DIR &&
+		     o->f.objs[i].kind != IBCR_FD_OPATH) || strncmp(path, "/proc/", 6))
 			continue;
 		id = strtol(path + 6, &end, 10);
 		if (end != path + 6 && (*end == '/' || !*end) && in_checkpoint(t, n, id))

@@ -84,7 +84,19 @@ static int read_fdinfo(pid_t pid, int fd, struct ibcr_fobj *o, uint32_t *cloexec
 static int classify(pid_t pid, int fd, char *link, const struct stat *st,
 		    struct ibcr_fobj *o, struct ibcr_err *e)
 {
-	int k = deleted_classify(pid, fd, link, st, o, e);
+	struct stat named;
+	int k;
+
+	/* a place in the file system, not an open file: reopened by its name */
+	if (o->flags & O_PATH) {
+		if (link[0] != '/' || lstat(link, &named) || named.st_ino != st->st_ino ||
+		    named.st_dev != st->st_dev)
+			return ibcr_fail(e, "pid %d fd %d: O_PATH descriptor of %s, which no longer "
+					 "has that name: not supported", (int)pid, fd, link);
+		o->kind = IBCR_FD_OPATH;
+		return 0;
+	}
+	k = deleted_classify(pid, fd, link, st, o, e);
 
 	if (k)
 		return k < 0 ? -1 : 0;
@@ -244,7 +256,8 @@ static int capture_fd(struct target *t, struct fobjs *o, int fd, struct ibcr_fd 
 		return -1;
 	r->obj = add_object(o, t->pid, fd, link);
 	o->f.objs[r->obj] = probe;
-	return capture_state(t->pid, fd, o, r->obj, e);
+	return capture_state(t->pid, fd, o, r->obj, e) ||
+	       fdattr_capture(t->pid, fd, o, r->obj, e) ? -1 : 0;
 }
 
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e)
@@ -498,5 +511,6 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 		if (settle_stdio(t, n, o, i, e))
 			return -1;
 	return memfd_check_mapped(t, n, o, e) || proc_check_own(t, n, o, e) ||
-	       epoll_finish(o, e) || external_check_epolls(t, n, o, e) ? -1 : 0;
+	       epoll_finish(o, e) || external_check_epolls(t, n, o, e) ||
+	       fdattr_check(t, n, o, e) ? -1 : 0;
 }

@@ -1,0 +1,44 @@
+# shellcheck shell=bash
+# Sourced by tests of programs that check their own state after a restore
+# (tests/progs/gate.h): gate_mode PROG MODE [live] [SAVER-ARGS...] runs
+# PROG MODE once without a checkpoint (its checks pass as such), then
+# again, checkpointed (with --kill, or live: the original goes on through
+# its checks, then is gone) and restored; the restored process must pass
+# its checks. The image's ckpt-info is left in $GATE_DIR/info.
+gate_mode() {
+	local prog=$1 mode=$2 live= d pid kids k
+	shift 2
+	[ "${1:-}" = live ] && { live=1; shift; }
+	GATE_DIR="$T/$prog.$mode${live:+.live}"
+	d=$GATE_DIR
+	mkdir "$d" "$d.plain"
+	cd "$d.plain"
+	start "$d.plain/out" "$PROGS/$prog" "$mode"
+	wait_line "$d.plain/out" '^ready '
+	touch go
+	wait "$PID" || fail "$mode without a checkpoint: $(cat "$d.plain/out")"
+	cd "$d"
+	start "$d/out" "$PROGS/$prog" "$mode"
+	pid=$PID
+	wait_line "$d/out" '^ready '
+	kids=$(children_of "$pid")
+	if [ -n "$live" ]; then
+		checkpoint "$pid" "$d/img" "$@"
+		touch go
+		wait "$pid" || fail "$mode: the original failed after a live checkpoint: $(tail -n 3 "$d/out")"
+		rm go
+	else
+		checkpoint "$pid" "$d/img" --kill "$@"
+		wait "$pid" 2>/dev/null || true
+	fi
+	cp "$T/info.out" "$d/info"
+	for k in $kids; do	# killed too (--tree), or reaped: its pid free again
+		while [ -e "/proc/$k" ]; do sleep 0.05; done
+	done
+	restart "$d/img"
+	expect_pid "$pid" "$RPID"
+	touch go
+	wait "$LPID" || fail "$prog $mode${live:+ live}: restored program failed (status $?): $(cat "$T/loader.out"; tail -n 3 "$d/out")"
+	grep -q "^DONE pid $RPID" "$d/out" || fail "$prog $mode: the restored program did not finish: $(tail -n 3 "$d/out")"
+	cd "$T"
+}

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What an open file description carries besides its file, checked from
+ * inside after the restore (gate.h). MODE, in its own directory:
+ *
+ *   opath   O_PATH descriptors: of a file "f", of a symlink "l" (to f)
+ *           itself (O_NOFOLLOW), of the directory; each is the same
+ *           inode, still O_PATH, the symlink still reads "f", a file is
+ *           opened through the directory's
+ *   owner   a pipe with O_ASYNC whose I/O signals (F_SETOWN_EX) go to
+ *           this process as SIGUSR1 (F_SETSIG): after the restore a write
+ *           brings SIGUSR1 with si_fd, the owner and signal read back
+ *   lease   a read lease on "lf" (F_SETLEASE), its break signal SIGUSR2:
+ *           F_GETLEASE says F_RDLCK, and a child opening lf for writing
+ *           breaks it: SIGUSR2 arrives here, the lease is given up, the
+ *           child's open then succeeds
+ *
+ *   fdattrs MODE
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gate.h"
+
+static void same_inode(int fd, const char *path, int follow)
+{
+	struct stat a, b;
+
+	check(fstatat(fd, "", &a, AT_EMPTY_PATH) == 0 &&
+	      (follow ? stat(path, &b) : lstat(path, &b)) == 0, "stat %s", path);
+	check(a.st_ino == b.st_ino && a.st_dev == b.st_dev && (a.st_mode & S_IFMT) ==
+	      (b.st_mode & S_IFMT), "the O_PATH descriptor is not %s", path);
+	check((fcntl(fd, F_GETFL) & O_PATH) != 0, "the descriptor of %s is not O_PATH", path);
+}
+
+static void opath(void)
+{
+	int f, l, d, g;
+	char buf[16] = "";
+
+	check(close(open("f", O_CREAT | O_WRONLY, 0644)) == 0 && symlink("f", "l") == 0, "f, l");
+	f = open("f", O_PATH);
+	l = open("l", O_PATH | O_NOFOLLOW);
+	d = open(".", O_PATH | O_DIRECTORY);
+	check(f >= 0 && l >= 0 && d >= 0, "O_PATH opens");
+	gate_wait();
+	same_inode(f, "f", 1);
+	same_inode(l, "l", 0);
+	same_inode(d, ".", 1);
+	check(readlinkat(l, "", buf, sizeof(buf) - 1) == 1 && !strcmp(buf, "f"),
+	      "the symlink reads '%s'", buf);
+	check((g = openat(d, "f", O_RDONLY)) >= 0, "opening f through the directory's fd");
+	close(g);
+}
+
+static volatile sig_atomic_t got, got_fd = -1, broke;
+
+static void on_usr1(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig, (void)uc;
+	got++;
+	got_fd = si->si_fd;
+}
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+	broke++;
+}
+
+static void wait_for(volatile sig_atomic_t *v, const char *what)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+	for (int i = 0; i < 1000 && !*v; i++)
+		nanosleep(&ts, NULL);
+	check(*v != 0, "no %s after 10 s", what);
+}
+
+static void owner(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_usr1, .sa_flags = SA_SIGINFO };
+	struct f_owner_ex own = { F_OWNER_PID, getpid() }, back = { 0, 0 };
+	int p[2];
+
+	check(sigaction(SIGUSR1, &sa, NULL) == 0 && pipe(p) == 0, "setup");
+	check(fcntl(p[0], F_SETOWN_EX, &own) == 0 && fcntl(p[0], F_SETSIG, SIGUSR1) == 0 &&
+	      fcntl(p[0], F_SETFL, O_ASYNC | O_NONBLOCK) == 0, "F_SETOWN_EX, F_SETSIG, O_ASYNC");
+	gate_wait();
+	check(fcntl(p[0], F_GETOWN_EX, &back) == 0 && back.type == F_OWNER_PID &&
+	      back.pid == getpid(), "owner %d type %d after the restore", back.pid, back.type);
+	check(fcntl(p[0], F_GETSIG) == SIGUSR1, "F_GETSIG %d", fcntl(p[0], F_GETSIG));
+	check(write(p[1], "x", 1) == 1, "write");
+	wait_for(&got, "SIGUSR1 for the pipe's input");
+	check(got_fd == p[0], "the signal names fd %d, not %d", (int)got_fd, p[0]);
+}
+
+static void lease(void)
+{
+	int fd, st;
+	pid_t c;
+
+	check(close(open("lf", O_CREAT | O_WRONLY, 0644)) == 0, "lf");
+	check((fd = open("lf", O_RDONLY)) >= 0, "open lf");
+	check(signal(SIGUSR2, on_usr2) != SIG_ERR && fcntl(fd, F_SETSIG, SIGUSR2) == 0 &&
+	      fcntl(fd, F_SETLEASE, F_RDLCK) == 0, "F_SETLEASE");
+	gate_wait();
+	check(fcntl(fd, F_GETLEASE) == F_RDLCK, "F_GETLEASE %d", fcntl(fd, F_GETLEASE));
+	if (!(c = fork())) {
+		int w = open("lf", O_WRONLY);	/* blocks until the lease is given up */
+
+		_exit(w >= 0 ? 0 : 1);
+	}
+	wait_for(&broke, "SIGUSR2 for the lease break");
+	check(fcntl(fd, F_SETLEASE, F_UNLCK) == 0, "giving the lease up");
+	check(waitpid(c, &st, 0) == c && st == 0, "the child could not open lf for writing");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct { const char *name; void (*fn)(void); } modes[] = {
+		{ "opath", opath }, { "owner", owner }, { "lease", lease },
+	};
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (size_t i = 0; argc == 2 && i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (!strcmp(argv[1], modes[i].name)) {
+			modes[i].fn();
+			gate_done();
+			return 0;
+		}
+	fprintf(stderr, "usage: fdattrs MODE\n");
+	return 2;
+}
