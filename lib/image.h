@@ -357,6 +357,11 @@ struct ibcr_fattr {
 	uint32_t lease;		/* F_GETLEASE + 1 (1 read, 2 write), 0: none */
 	int32_t async_pid;	/* O_ASYNC: the process and fd whose number its */
 	int32_t async_fd;	/* signals name (si_fd), as the saver saw it first */
+	uint32_t mode;		/* PTMX: its slave's permission bits (uid, gid: */
+				/* its owner, flag OWNER) */
+	int32_t ctty_sid;	/* PTMX: the session whose controlling terminal */
+	int32_t fg_pgrp;	/* the slave is, and its foreground group; 0: none */
+	uint32_t pad;
 };
 
 /*

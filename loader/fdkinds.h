@@ -52,5 +52,8 @@ int pipe_open_all(const struct ibcr_files *f, uint32_t i, int *fds, int base,
 /* fdpty.c (loader): every master before any slave */
 int ptmx_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 int pts_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e);
+/* restored session leader: its controlling terminal (before forking), foreground group */
+int pty_ctty_take(const struct restore *rs, struct ibcr_err *e);
+int pty_ctty_restore(const struct restore *rs, struct ibcr_err *e);
 
 #endif

@@ -12,7 +12,9 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fdio.h"
@@ -73,6 +75,23 @@ static int master_setup(int m, const struct ibcr_fobj *o, const uint8_t *data,
 	return 0;
 }
 
+/* The slave's owner and mode: a new pair is its maker's, the loader's. */
+static int slave_owner(int m, const struct ibcr_fattr *a, uint32_t i, struct ibcr_err *e)
+{
+	int s, rc = 0;
+
+	if (!(a->flags & IBCR_FATTR_OWNER))
+		return 0;
+	if ((s = ioctl(m, TIOCGPTPEER, O_RDONLY | O_NOCTTY | O_CLOEXEC)) < 0)
+		return ibcr_fail_errno(e, errno, "pty master (file object %u): its slave", i);
+	if ((fchown(s, a->uid, a->gid) && (errno != EPERM || a->uid != geteuid())) ||
+	    fchmod(s, (mode_t)a->mode))
+		rc = ibcr_fail_errno(e, errno, "pty master (file object %u): giving its slave "
+				     "owner %u:%u and mode %#o", i, a->uid, a->gid, a->mode);
+	close(s);
+	return rc;
+}
+
 int ptmx_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 {
 	const struct ibcr_fobj *o = &f->objs[i];
@@ -82,11 +101,73 @@ int ptmx_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 	if (m < 0)
 		return ibcr_fail_errno(e, errno, "pty master (file object %u): opening /dev/ptmx",
 				       i);
-	if (master_setup(m, o, f->data[i], i, e)) {
+	if (master_setup(m, o, f->data[i], i, e) || slave_owner(m, &f->attrs[i], i, e)) {
 		close(m);
 		return -1;
 	}
 	return m;
+}
+
+static const struct ibcr_fattr *ctty_of(const struct restore *rs, uint32_t *obj)
+{
+	const struct ibcr_files *f = rs->files;
+
+	for (uint32_t i = 0; i < f->nobjs; i++)
+		if (f->objs[i].kind == IBCR_FD_PTMX && f->attrs[i].ctty_sid &&
+		    f->attrs[i].ctty_sid == rs->ps->rec.pid && rs->obj_fds[i] >= 0) {
+			*obj = i;
+			return &f->attrs[i];
+		}
+	return NULL;
+}
+
+/*
+ * A restored session leader, right after setsid and before it forks its
+ * children: its controlling terminal again, the slave of a pair of the
+ * image (through the master the loader made, inherited). Before the
+ * forks: a process has the terminal its session leader had when it was
+ * forked, and no way to get it later.
+ */
+int pty_ctty_take(const struct restore *rs, struct ibcr_err *e)
+{
+	uint32_t i;
+	int s, rc = 0;
+
+	if (!ctty_of(rs, &i))
+		return 0;
+	s = ioctl(rs->obj_fds[i], TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (s < 0 || ioctl(s, TIOCSCTTY, 0))
+		rc = ibcr_fail_errno(e, errno, "pid %d: making its pty slave its controlling "
+				     "terminal", rs->ps->rec.pid);
+	if (s >= 0)
+		close(s);
+	return rc;
+}
+
+/*
+ * Later, once its fds are placed: the terminal's foreground group, when
+ * that group exists (its members are forked before the leader restores
+ * itself, and set their group first thing).
+ */
+int pty_ctty_restore(const struct restore *rs, struct ibcr_err *e)
+{
+	struct timespec ms = { 0, 1000000 };
+	const struct ibcr_fattr *a;
+	uint32_t i;
+	int s, tries = 5000;
+
+	if (!(a = ctty_of(rs, &i)) || !a->fg_pgrp)
+		return 0;
+	if ((s = ioctl(rs->obj_fds[i], TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0)
+		return ibcr_fail_errno(e, errno, "pid %d: opening its controlling terminal",
+				       rs->ps->rec.pid);
+	while (tcsetpgrp(s, a->fg_pgrp) && --tries && (errno == ESRCH || errno == EPERM))
+		nanosleep(&ms, NULL);
+	close(s);
+	if (!tries)
+		return ibcr_fail_errno(e, errno, "pid %d: making group %d the foreground of its "
+				       "terminal", rs->ps->rec.pid, a->fg_pgrp);
+	return 0;
 }
 
 int pts_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e)

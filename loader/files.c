@@ -136,7 +136,8 @@ int setup_files(struct restore *rs, struct ibcr_err *e)
 	for (uint32_t i = 0; i < ps->nfds; i++)
 		if (place(rs, &ps->fds[i], e))
 			return -1;
-	if (verbs_standins(rs, e) || epoll_fill(rs, e) || fdattr_async(rs, e))
+	if (verbs_standins(rs, e) || epoll_fill(rs, e) || fdattr_async(rs, e) ||
+	    pty_ctty_restore(rs, e))
 		return -1;
 	close_strays(rs);
 	if (chdir(ps->cwd))

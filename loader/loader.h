@@ -81,6 +81,9 @@ int restore_locks(const struct restore *rs, struct ibcr_err *e);
 int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	       uint64_t *sp, struct ibcr_err *e);
 
+/* child.c: a restore's failure, said on its status pipe; exits */
+__attribute__((noreturn)) void child_fail(int fd, const struct ibcr_err *e);
+
 /* finalize.c (parent) */
 int finalize(pid_t child, int status_fd, int control_fd, int verbose,
 	     struct ibcr_err *e);

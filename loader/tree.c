@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fdkinds.h"
 #include "loader.h"
 
 void run_child(struct restore *rs);
@@ -137,9 +138,14 @@ static void announce(const struct job *x)
 static __attribute__((noreturn)) void run_process(struct job *j, uint32_t n, uint32_t i,
 						  pid_t loader_pgid, int verbose)
 {
+	struct ibcr_err e = { "" };
+
 	announce(&j[i]);
 	if (j[i].parent >= 0)
 		set_groups(j, i, loader_pgid, verbose);
+	/* a session's terminal before its members: they get it when forked */
+	if (pty_ctty_take(&j[i].rs, &e))
+		child_fail(j[i].rs.status_fd, &e);
 	for (uint32_t c = 0; c < n; c++) {
 		pid_t pid;
 

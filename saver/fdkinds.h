@@ -43,7 +43,9 @@ int inotify_capture(pid_t pid, int fd, struct ibcr_fobj *o, uint8_t **data,
 
 /* fdpty.c: pty pairs whose master is in the image */
 int is_ptmx(const struct stat *st);
-int ptmx_capture(pid_t pid, int fd, struct ibcr_fobj *o, uint8_t **data, struct ibcr_err *e);
+int ptmx_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_err *e);
+/* controlling terminals of sessions below the roots, once every process is known */
+int pty_ctty(const struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e);
 /* slaves of those masters become IBCR_FD_PTS, once every fd is known */
 void pty_finish(struct fobjs *o);
 

@@ -123,9 +123,13 @@ static int master_state(pid_t pid, int fd, int m, const char *slave, struct ibcr
 	return 0;
 }
 
-int ptmx_capture(pid_t pid, int fd, struct ibcr_fobj *o, uint8_t **data, struct ibcr_err *e)
+int ptmx_capture(pid_t pid, int fd, struct fobjs *fo, uint32_t i, struct ibcr_err *e)
 {
+	struct ibcr_fobj *o = &fo->f.objs[i];
+	struct ibcr_fattr *a = &fo->f.attrs[i];
+	uint8_t **data = &fo->f.data[i];
 	char *info, slave[32];
+	struct stat st;
 	uint64_t idx;
 	int m, rc;
 
@@ -138,6 +142,14 @@ int ptmx_capture(pid_t pid, int fd, struct ibcr_fobj *o, uint8_t **data, struct 
 				 (int)pid, fd);
 	o->aux[0] = idx;
 	snprintf(slave, sizeof(slave), "/dev/pts/%llu", (unsigned long long)idx);
+	/* a new pair is the restorer's (root's): the slave's owner and mode come back */
+	if (stat(slave, &st))
+		return ibcr_fail_errno(e, errno, "pid %d fd %d: pty master: %s", (int)pid, fd,
+				       slave);
+	a->flags |= IBCR_FATTR_OWNER;
+	a->uid = st.st_uid;
+	a->gid = st.st_gid;
+	a->mode = st.st_mode & 07777;
 	if ((m = grab_fd(pid, fd, e)) < 0)
 		return -1;
 	rc = master_state(pid, fd, m, slave, o, data, e);
@@ -155,6 +167,45 @@ static long pts_index(const char *path)
 		return -1;
 	n = strtol(path + 9, &end, 10);
 	return *end ? -1 : n;
+}
+
+/* The pty master, in the image, whose slave is the terminal tty_nr (stat's). */
+static long master_of(const struct fobjs *o, uint32_t tty_nr)
+{
+	unsigned maj = major(tty_nr), min = minor(tty_nr);
+
+	for (uint32_t k = 0; maj >= 136 && maj <= 143 && k < o->f.nobjs; k++)
+		if (o->f.objs[k].kind == IBCR_FD_PTMX &&
+		    o->f.objs[k].aux[0] == (uint64_t)((maj - 136) * 256 + min))
+			return k;
+	return -1;
+}
+
+/*
+ * A session started below the image's roots has its controlling terminal
+ * again when that is a pty slave of the image: the session leader makes
+ * it so, with its foreground group. One outside the image cannot be.
+ * (The roots stay in restart-loader's session, on its terminal.)
+ */
+int pty_ctty(const struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		const struct ibcr_proc *r = &t[k].ps.rec;
+		int below_root = 0;
+		long m;
+
+		for (uint32_t p = 0; p < n; p++)
+			below_root |= t[p].pid == r->ppid && !t[p].zombie;
+		if (t[k].zombie || r->sid != r->pid || !t[k].tty_nr || !below_root)
+			continue;
+		if ((m = master_of(o, t[k].tty_nr)) < 0)
+			return ibcr_fail(e, "pid %d: session leader whose controlling terminal "
+					 "(%u:%u) is outside the checkpoint: not supported",
+					 (int)t[k].pid, major(t[k].tty_nr), minor(t[k].tty_nr));
+		o->f.attrs[m].ctty_sid = r->pid;
+		o->f.attrs[m].fg_pgrp = t[k].tpgid > 0 ? t[k].tpgid : 0;
+	}
+	return 0;
 }
 
 void pty_finish(struct fobjs *o)

@@ -207,7 +207,7 @@ static int capture_state(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct 
 	case IBCR_FD_INOTIFY:
 		return inotify_capture(pid, fd, ob, &o->f.data[i], e);
 	case IBCR_FD_PTMX:
-		return ptmx_capture(pid, fd, ob, &o->f.data[i], e);
+		return ptmx_capture(pid, fd, o, i, e);
 	}
 	return anon_capture(pid, fd, ob, e);
 }
@@ -512,5 +512,5 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 			return -1;
 	return memfd_check_mapped(t, n, o, e) || proc_check_own(t, n, o, e) ||
 	       epoll_finish(o, e) || external_check_epolls(t, n, o, e) ||
-	       fdattr_check(t, n, o, e) ? -1 : 0;
+	       fdattr_check(t, n, o, e) || pty_ctty(t, n, o, e) ? -1 : 0;
 }

@@ -31,6 +31,8 @@ struct target {
 	size_t npre;
 	int vmflags_guessed;	/* vmas' flags from pre, to be verified */
 	uint32_t vmflags_fixed;	/* regions whose guessed flags were wrong */
+	uint32_t tty_nr;	/* its controlling terminal (stat), 0: none */
+	int32_t tpgid;		/* that terminal's foreground group, or -1 */
 	struct ibcr_process_state ps;
 };
 

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# A session on a pty inside the image (tests/progs/ttysess: a terminal
+# emulator's child session with a foreground group): after --tree --kill
+# and restart, and after a live checkpoint, the session leader has its
+# controlling terminal again (a new pair's slave: /dev/tty opens it), the
+# group is its foreground, and the slave has its owner and mode (it came
+# back root's before). A session leader whose controlling terminal is
+# outside the image is refused, in one line, and runs on.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/gate.sh"
+
+gate_mode ttysess "" --tree
+gate_mode ttysess "" live --tree
+
+# below the image's root, a session leader whose controlling terminal is
+# a pty whose master a process outside the image holds
+mkdir "$T/out" && cd "$T/out"
+start "$T/out/master.out" python3 -c '
+import os, time
+m, s = os.openpty()
+print(os.ttyname(s), flush=True)
+os.close(s)
+while not os.path.exists("go"):
+    time.sleep(0.01)'
+wait_line "$T/out/master.out" '^/dev/pts/'
+cat >sess.py <<'EOP'
+import os, sys, time
+c = os.fork()
+if c == 0:
+    os.setsid()
+    os.close(os.open(sys.argv[1], os.O_RDWR))	# its controlling terminal now
+    open("pid", "w").write("%d %d\n" % (os.getppid(), os.getpid()))
+    while not os.path.exists("go"):
+        time.sleep(0.01)
+    os._exit(0)
+os.waitpid(c, 0)
+print("DONE", flush=True)
+EOP
+start "$T/out/sess.out" python3 sess.py "$(cat "$T/out/master.out")"
+while [ ! -s pid ]; do sleep 0.05; done
+read -r root pid <pid
+st=0
+"$SAVER" --kill --tree -o "$T/out/img" "$root" 2>"$T/out/err" || st=$?
+[ $st = 1 ] || fail "saver accepted a session leader whose terminal is outside (status $st)"
+[ "$(wc -l <"$T/out/err")" = 1 ] || fail "not one line: $(cat "$T/out/err")"
+grep -q "pid $pid: session leader whose controlling terminal (136:[0-9]*) is outside the checkpoint" "$T/out/err" ||
+	fail "the refusal does not say it: $(cat "$T/out/err")"
+touch go
+wait "$root" || fail "the refused session did not run on"
+grep -q DONE "$T/out/sess.out" || fail "the refused session did not finish"
+exit 0
