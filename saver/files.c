@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -77,6 +78,16 @@ static int read_fdinfo(pid_t pid, int fd, struct ibcr_fobj *o, uint32_t *cloexec
 	return 0;
 }
 
+/* The file system of pid's fd: the mqueue one (whose files look regular). */
+static int is_mqueue(pid_t pid, int fd)
+{
+	char path[64];
+	struct statfs sf;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	return !statfs(path, &sf) && sf.f_type == 0x19800202 /* MQUEUE_MAGIC */;
+}
+
 /*
  * The kind of a new object (a deleted file's link loses its " (deleted)");
  * pipes and terminals are settled later (files_finish).
@@ -96,12 +107,21 @@ static int classify(pid_t pid, int fd, char *link, const struct stat *st,
 		o->kind = IBCR_FD_OPATH;
 		return 0;
 	}
+	if (is_mqueue(pid, fd))
+		return ibcr_fail(e, "pid %d fd %d: POSIX message queue %s (mq_open): not "
+				 "supported", (int)pid, fd, link);
 	k = deleted_classify(pid, fd, link, st, o, e);
 
 	if (k)
 		return k < 0 ? -1 : 0;
 	if (anon_classify(link, o))
 		return 0;
+	/* reopened by its name, it must be this file (not one of another mount namespace) */
+	if ((S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) && link[0] == '/' &&
+	    (stat(link, &named) || named.st_ino != st->st_ino || named.st_dev != st->st_dev))
+		return ibcr_fail(e, "pid %d fd %d: %s %s is not that file by its name here (in "
+				 "another mount namespace?): not supported", (int)pid, fd,
+				 S_ISDIR(st->st_mode) ? "directory" : "file", link);
 	if (S_ISREG(st->st_mode) && link[0] == '/')
 		o->kind = IBCR_FD_REG;
 	else if (S_ISDIR(st->st_mode) && link[0] == '/')

@@ -134,6 +134,8 @@ static int classify_file(struct target *t, const struct maps_entry *m,
 		shm_identity(m, v);
 		return 0;
 	}
+	if (m->shared && !strncmp(p, "/[aio]", 6))
+		return REGION_FAIL("the ring of an aio context (io_setup): not supported");
 	if (m->shared && deleted)
 		return REGION_FAIL("shared mapping of a deleted file: not supported yet");
 	if (deleted || !strncmp(p, "/memfd:", 7)) {
