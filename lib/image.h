@@ -150,7 +150,9 @@ struct ibcr_proc {
 	/* exe identity, to refuse a changed binary */
 	uint64_t exe_ino, exe_dev, exe_size, exe_mtime_ns;
 	int32_t exit_status;	/* zombies: as wait(2) reports it */
-	uint32_t pad;
+	uint32_t files_of;	/* 1 + index of the process whose descriptor */
+				/* table this one shares (CLONE_FILES): the */
+				/* first of them in the image; 0: its own */
 };
 
 /* How the restore writes the thread's TID at clear_child_tid. */

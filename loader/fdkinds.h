@@ -45,6 +45,16 @@ int fdattr_async(const struct restore *rs, struct ibcr_err *e);
 int fdattr_finish(const struct job *j, uint32_t n, const struct ibcr_files *f, const int *fds,
 		  struct ibcr_err *e);
 
+/* fdtable.c: descriptor tables shared between processes (CLONE_FILES) */
+int group_pipes(struct job *j, uint32_t n, int base);	/* loader, before forking */
+unsigned long group_clone_flags(const struct job *child);
+void group_wait_placed(const struct restore *rs);	/* a member, first thing */
+int group_keeps(const struct restore *rs, int fd);
+int group_lead(struct restore *rs, struct ibcr_err *e);	/* the leader, placed */
+void group_close(struct restore *rs);
+int group_follow(struct restore *rs, int (*open_own)(struct restore *, struct ibcr_err *),
+		 struct ibcr_err *e);
+
 /* fdpipe.c (loader): every description of the pipe of object i, into fds[] */
 int pipe_open_all(const struct ibcr_files *f, uint32_t i, int *fds, int base,
 		  struct ibcr_err *e);

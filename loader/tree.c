@@ -27,9 +27,9 @@
 void run_child(struct restore *rs);
 
 /* fork() with the saved PID when permitted (CAP_CHECKPOINT_RESTORE). */
-pid_t fork_as(pid_t want, int *exact, int verbose)
+pid_t fork_as(pid_t want, unsigned long flags, int *exact, int verbose)
 {
-	struct clone_args ca = { .exit_signal = SIGCHLD };
+	struct clone_args ca = { .flags = flags, .exit_signal = SIGCHLD };
 	pid_t tid = want;
 	long pid;
 
@@ -47,7 +47,9 @@ pid_t fork_as(pid_t want, int *exact, int verbose)
 		fprintf(stderr, "restart-loader: not permitted to restore pid %d (%s); "
 			"restoring with a new pid\n", (int)want, strerror(errno));
 	*exact = 0;
-	return fork();
+	ca.set_tid = 0;
+	ca.set_tid_size = 0;
+	return flags ? (pid_t)syscall(SYS_clone3, &ca, sizeof(ca)) : fork();
 }
 
 void tree_link(struct job *j, uint32_t n)
@@ -141,6 +143,7 @@ static __attribute__((noreturn)) void run_process(struct job *j, uint32_t n, uin
 	struct ibcr_err e = { "" };
 
 	announce(&j[i]);
+	group_wait_placed(&j[i].rs);	/* sharing a table: once it is placed */
 	if (j[i].parent >= 0)
 		set_groups(j, i, loader_pgid, verbose);
 	/* a session's terminal before its members: they get it when forked */
@@ -151,7 +154,8 @@ static __attribute__((noreturn)) void run_process(struct job *j, uint32_t n, uin
 
 		if (j[c].parent != (int)i)
 			continue;
-		pid = fork_as(j[c].ps.rec.pid, &j[c].rs.exact_pid, verbose);
+		pid = fork_as(j[c].ps.rec.pid, group_clone_flags(&j[c]), &j[c].rs.exact_pid,
+			      verbose);
 		if (pid < 0) {
 			perror("restart-loader: fork");
 			_exit(127);
@@ -200,11 +204,15 @@ int tree_start(struct job *j, uint32_t n, int base, int verbose)
 		j[i].control_fd = control[1];
 		j[i].rs.control_fd = control[0];
 	}
+	if (group_pipes(j, n, base)) {
+		perror("restart-loader: the pipes of a shared descriptor table");
+		return -1;
+	}
 	fflush(NULL);
 	for (uint32_t i = 0; i < n; i++) {
 		if (j[i].parent >= 0 || is_zombie(&j[i]))
 			continue;	/* a zombie without parent here: nobody to reap it */
-		j[i].child = fork_as(j[i].ps.rec.pid, &j[i].rs.exact_pid, verbose);
+		j[i].child = fork_as(j[i].ps.rec.pid, 0, &j[i].rs.exact_pid, verbose);
 		if (j[i].child < 0) {
 			perror("restart-loader: fork");
 			return -1;
@@ -217,6 +225,7 @@ int tree_start(struct job *j, uint32_t n, int base, int verbose)
 			close(j[i].rs.status_fd);
 		if (j[i].rs.control_fd >= 0)
 			close(j[i].rs.control_fd);
+		group_close(&j[i].rs);	/* a leader gone: its members are told by EOF */
 	}
 	return 0;
 }

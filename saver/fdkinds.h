@@ -35,6 +35,9 @@ int fdattr_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_e
 /* once every process is known: owners must be in the image */
 int fdattr_check(const struct target *t, uint32_t n, const struct fobjs *o, struct ibcr_err *e);
 
+/* fdtable.c: descriptor tables shared between processes (CLONE_FILES) */
+int fdtable_share(struct target *t, uint32_t n, struct ibcr_err *e);
+
 /* fdinotify.c */
 /* A path of inode (ino, dev) near where pid is (its directories, searched): 1, or 0 */
 int inode_path(pid_t pid, uint64_t ino, dev_t dev, char *out, size_t len);
