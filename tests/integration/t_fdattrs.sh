@@ -3,13 +3,15 @@
 # (tests/progs/fdattrs checks from inside after the restore): O_PATH
 # descriptors of a file, of a symlink itself and of a directory; the
 # owner and signal of a pipe's I/O signals (SIGIO stopped arriving
-# before); a read lease, whose break still signals the process. Saved
+# before); a read lease, whose break still signals the process; an epoll
+# whose targets were closed or renumbered since they were added (refused
+# before). Saved
 # with --kill and live. An I/O signal owner outside the image is refused,
 # in one line, and the process runs on.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/gate.sh"
 
-for mode in opath owner lease; do
+for mode in opath owner lease epoll; do
 	gate_mode fdattrs $mode
 	gate_mode fdattrs $mode live
 done

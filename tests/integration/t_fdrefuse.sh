@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # File state that cannot be saved faithfully is refused, in one line that
 # names the pid, the fd and the cause, with no image left and the process
-# running on: an inotify with an unread event, an epoll whose target is
-# no longer at the fd number it was added with, a deleted file that
+# running on: an inotify with an unread event, a deleted file that
 # still has another name, too far from the process to be found, a memfd that
 # is also mapped shared (the mapping and the fd would come back apart), a
 # file under /proc/PID of the process itself (another pid's at restore),
@@ -38,7 +37,6 @@ refuse() {
 }
 
 refuse inotify-unread "inotify" "unread event"
-refuse epoll-closed "epoll" "fd 4\b" "closed"
 refuse deleted-linked-far "deleted" "other name" "none of them found"
 refuse memfd-sealed "memfd" "sealed against writing" "mapped shared"
 refuse proc-self "/proc/[0-9]+/stat" "process in the checkpoint"

@@ -15,6 +15,12 @@
  *           breaks it: SIGUSR2 arrives here, the lease is given up, the
  *           child's open then succeeds
  *
+ *   epoll   an epoll watching an eventfd added as fd A, which was closed
+ *           since (the eventfd lives on at B), and one added as fd C,
+ *           which holds another eventfd now (the first lives on at D):
+ *           writes through B and D are reported with the entries' data
+ *           words, one through the eventfd at C is not
+ *
  *   fdattrs MODE
  */
 #define _GNU_SOURCE
@@ -22,6 +28,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -123,10 +131,46 @@ static void lease(void)
 	check(waitpid(c, &st, 0) == c && st == 0, "the child could not open lf for writing");
 }
 
+/* The data words epoll reports now (0 if none). */
+static uint64_t ready(int ep)
+{
+	struct epoll_event ev[4];
+	int n = epoll_wait(ep, ev, 4, 100);
+
+	check(n >= 0 && n <= 1, "%d events at once", n);
+	return n ? ev[0].data.u64 : 0;
+}
+
+static void epoll_moved(void)
+{
+	struct epoll_event ea = { EPOLLIN, { .u64 = 0x11 } }, ec = { EPOLLIN, { .u64 = 0x22 } };
+	int ep = epoll_create1(0), a = eventfd(0, EFD_NONBLOCK), b, c, d, other;
+	uint64_t one = 1, got;
+
+	check(ep >= 0 && a >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, a, &ea) == 0, "epoll, a");
+	check((b = dup(a)) >= 0 && close(a) == 0, "a moved to b");
+	c = eventfd(0, EFD_NONBLOCK);
+	check(c >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, c, &ec) == 0, "c");
+	other = eventfd(0, EFD_NONBLOCK);
+	check((d = dup(c)) >= 0 && dup2(other, c) == c && close(other) == 0, "c renumbered");
+	check(ready(ep) == 0, "something ready before");
+	gate_wait();
+	check(write(b, &one, 8) == 8, "writing through b");
+	got = ready(ep);
+	check(got == 0x11, "a write through b: the closed entry reports %#llx",
+	      (unsigned long long)got);
+	check(read(b, &got, 8) == 8 && write(d, &one, 8) == 8, "writing through d");
+	got = ready(ep);
+	check(got == 0x22, "a write through d: the renumbered entry reports %#llx",
+	      (unsigned long long)got);
+	check(read(d, &got, 8) == 8 && write(c, &one, 8) == 8 && ready(ep) == 0,
+	      "the eventfd now at c is watched");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; void (*fn)(void); } modes[] = {
-		{ "opath", opath }, { "owner", owner }, { "lease", lease },
+		{ "opath", opath }, { "owner", owner }, { "lease", lease }, { "epoll", epoll_moved },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
