@@ -169,5 +169,20 @@ int memfd_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ib
 		close(fd);
 		return -1;
 	}
+	/*
+	 * memfd_create's own description, read-write as it was: it holds no
+	 * write access to the file as a reopened one would, so execveat of
+	 * the memfd works (ETXTBSY through a reopening)
+	 */
+	if ((o->flags & O_ACCMODE) == O_RDWR &&
+	    !(o->flags & ~(uint32_t)(O_ACCMODE | O_LARGEFILE | STATUS_FLAGS))) {
+		if (lseek(fd, (off_t)o->pos, SEEK_SET) < 0 ||
+		    fcntl(fd, F_SETFL, o->flags & STATUS_FLAGS) < 0) {
+			ibcr_fail_errno(e, errno, "memfd %s: its offset and flags", f->paths[i]);
+			close(fd);
+			return -1;
+		}
+		return fd;
+	}
 	return as_saved(fd, o, "memfd", f->paths[i], e);
 }

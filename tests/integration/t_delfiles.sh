@@ -9,7 +9,9 @@
 # - a deleted file and a memfd opened again by a child through /proc (two
 #   open file descriptions, one file): one file after the restore, not a
 #   copy each (saved once: the image says so);
-# - a deleted file that has a second name: the descriptor is that name.
+# - a deleted file that has a second name: the descriptor is that name;
+# - a memfd holding a program: execveat() on it works (ETXTBSY before:
+#   the restored descriptor was a reopening, which holds write access).
 # Each mode first runs without a checkpoint: its checks pass.
 . "$(dirname "$0")/lib.sh"
 
@@ -56,5 +58,6 @@ run_mode shared
 [ "$(grep -cE ' fd [0-9]+ +(deleted|memfd) .*\(the file of obj [0-9]+\)' "$T/shared/info")" = 2 ] ||
 	fail "the child's descriptions are not of the parent's files: $(grep ' fd ' "$T/shared/info")"
 run_mode linked
+run_mode exec
 grep -qE "^ *fd 3 +file .*/linked/b$" "$T/linked/info" || fail "fd 3 is not saved as the file b: $(grep ' fd ' "$T/linked/info")"
 exit 0

@@ -17,6 +17,8 @@
  *            see one inode
  *   linked   a file "a" with a second name "b", "a" deleted, kept open:
  *            the descriptor is the file "b" still
+ *   exec     a memfd holding a copy of /bin/true: execveat() on it works
+ *            (ETXTBSY once after a restore)
  *
  *   delfiles MODE
  */
@@ -28,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -192,10 +195,34 @@ static void linked(void)
 	check(stat("b", &b) == 0 && b.st_size == 6, "the write is not in b");
 }
 
+static void exec_memfd(void)
+{
+	int fd = memfd_create("true", MFD_CLOEXEC), src = open("/bin/true", O_RDONLY), st;
+	static char b[1 << 16];
+	ssize_t k;
+	pid_t c;
+
+	check(fd >= 0 && src >= 0, "memfd, /bin/true");
+	while ((k = read(src, b, sizeof(b))) > 0)
+		check(write(fd, b, (size_t)k) == k, "copying /bin/true");
+	close(src);
+	gate_wait();
+	if (!(c = fork())) {
+		char *argv[] = { "true", NULL }, *envp[] = { NULL };
+
+		syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
+		_exit(errno == ETXTBSY ? 101 : 102);
+	}
+	check(waitpid(c, &st, 0) == c && WIFEXITED(st), "the child");
+	check(WEXITSTATUS(st) == 0, "execveat of the memfd failed%s",
+	      WEXITSTATUS(st) == 101 ? ": ETXTBSY" : "");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; void (*fn)(void); } modes[] = {
 		{ "holes", holes }, { "big", big }, { "shared", shared }, { "linked", linked },
+		{ "exec", exec_memfd },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
