@@ -259,6 +259,9 @@ enum ibcr_fd_kind {
 				/* --external-fd said: data struct ibcr_external */
 	IBCR_FD_OPATH = 21,	/* O_PATH descriptor of any kind of file (a */
 				/* symlink itself with O_NOFOLLOW): path, mode */
+	IBCR_FD_DELDIR = 22,	/* a directory removed while open (or a working */
+				/* directory): where it was, mode, times; owner */
+				/* in FILEATTRS; made again and removed */
 };
 
 /* What the restore puts at a descriptor that leads outside (saver --external-fd). */

@@ -141,6 +141,87 @@ int deleted_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct 
 	return as_saved(fd, &f->objs[i], "deleted file", path, e);
 }
 
+/* The directory path is in, as a string, into dir (size PATH_MAX). */
+static int dir_of(const char *path, char *dir)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash || (size_t)(slash - path) >= PATH_MAX)
+		return -1;
+	snprintf(dir, PATH_MAX, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	return 0;
+}
+
+/*
+ * A directory removed while open (or a removed working directory): made
+ * again where it was, under its name if that is free (else a name of our
+ * own beside it), opened, given its mode, owner and times, and removed.
+ */
+int deldir_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e)
+{
+	const struct ibcr_fobj *o = &f->objs[i];
+	const struct ibcr_fattr *a = &f->attrs[i];
+	struct timespec t[2] = { { (time_t)(a->atime_ns / 1000000000u), (long)(a->atime_ns % 1000000000u) },
+				 { (time_t)(o->mtime_ns / 1000000000u), (long)(o->mtime_ns % 1000000000u) } };
+	char dir[PATH_MAX], made[PATH_MAX];
+	int fd;
+
+	if (a->same_file)
+		return same_file(f, i, fds, "removed directory", e);
+	if (dir_of(f->paths[i], dir))
+		return ibcr_fail(e, "removed directory %s (file object %u): no parent", f->paths[i], i);
+	snprintf(made, sizeof(made), "%s", f->paths[i]);
+	if (mkdir(made, 0700)) {
+		if (errno != EEXIST || snprintf(made, sizeof(made), "%s/.ibcr-removed-XXXXXX", dir) >=
+		    (int)sizeof(made) || !mkdtemp(made))
+			return ibcr_fail_errno(e, errno, "removed directory %s: making it again in %s",
+					       f->paths[i], dir);
+	}
+	fd = open(made, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || rmdir(made)) {
+		ibcr_fail_errno(e, errno, "removed directory %s: opening and removing it again",
+				f->paths[i]);
+		rmdir(made);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (fchmod(fd, (mode_t)(o->mode & 07777)) ||
+	    ((a->flags & IBCR_FATTR_OWNER) && fchown(fd, a->uid, a->gid) &&
+	     (errno != EPERM || a->uid != geteuid() || a->gid != getegid())) ||
+	    ((a->flags & IBCR_FATTR_OWNER) && futimens(fd, t))) {
+		ibcr_fail_errno(e, errno, "removed directory %s: its mode, owner and times",
+				f->paths[i]);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * In the restored process, before its inherited objects close: a working
+ * directory removed since is such a directory object of the image.
+ */
+int deldir_chdir(const struct restore *rs, int *done, struct ibcr_err *e)
+{
+	const char *cwd = rs->ps->cwd;
+	size_t n = strlen(cwd), k = strlen(" (deleted)");
+
+	*done = 0;
+	if (n <= k || strcmp(cwd + n - k, " (deleted)"))
+		return 0;
+	for (uint32_t i = 0; i < rs->files->nobjs; i++)
+		if (rs->files->objs[i].kind == IBCR_FD_DELDIR && rs->obj_fds[i] >= 0 &&
+		    !strncmp(rs->files->paths[i], cwd, n - k) && !rs->files->paths[i][n - k]) {
+			if (fchdir(rs->obj_fds[i]))
+				return ibcr_fail_errno(e, errno, "changing to its removed working "
+						       "directory %.*s", (int)(n - k), cwd);
+			*done = 1;
+			return 0;
+		}
+	return 0;
+}
+
 int memfd_make(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 {
 	const char *name = f->paths[i] + (strncmp(f->paths[i], "/memfd:", 7) ? 0 : 7);

@@ -26,6 +26,9 @@ int inotify_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 /* deleted files, memfds: fds holds the objects before i (one may be the same file) */
 int deleted_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e);
 int memfd_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e);
+/* a removed directory made again; a removed working directory, in the process */
+int deldir_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e);
+int deldir_chdir(const struct restore *rs, int *done, struct ibcr_err *e);
 /* a memfd with its bytes and mode, unsealed: shm.c maps it before forking */
 int memfd_make(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 

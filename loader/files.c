@@ -127,9 +127,9 @@ static int place(struct restore *rs, const struct ibcr_fd *f, struct ibcr_err *e
 	return 0;
 }
 
-static int chdir_umask(const struct restore *rs, struct ibcr_err *e)
+static int chdir_umask(const struct restore *rs, int cwd_done, struct ibcr_err *e)
 {
-	if (chdir(rs->ps->cwd))
+	if (!cwd_done && chdir(rs->ps->cwd))
 		return ibcr_fail_errno(e, errno, "changing to directory %s", rs->ps->cwd);
 	umask((mode_t)rs->ps->rec.umask);
 	return 0;
@@ -138,19 +138,21 @@ static int chdir_umask(const struct restore *rs, struct ibcr_err *e)
 int setup_files(struct restore *rs, struct ibcr_err *e)
 {
 	const struct ibcr_process_state *ps = rs->ps;
+	int cwd_done = 0;
 
 	/* sharing another's table (placed by it already): only our own */
 	if (ps->rec.files_of)
-		return group_follow(rs, open_mappings, e) || chdir_umask(rs, e) ? -1 : 0;
+		return group_follow(rs, open_mappings, e) || deldir_chdir(rs, &cwd_done, e) ||
+		       chdir_umask(rs, cwd_done, e) ? -1 : 0;
 	if (open_mappings(rs, e))
 		return -1;
 	for (uint32_t i = 0; i < ps->nfds; i++)
 		if (place(rs, &ps->fds[i], e))
 			return -1;
 	if (verbs_standins(rs, e) || epoll_fill(rs, e) || fdattr_async(rs, e) ||
-	    pty_ctty_restore(rs, e) || group_lead(rs, e))
+	    pty_ctty_restore(rs, e) || deldir_chdir(rs, &cwd_done, e) || group_lead(rs, e))
 		return -1;
 	close_strays(rs);
 	group_close(rs);
-	return chdir_umask(rs, e);
+	return chdir_umask(rs, cwd_done, e);
 }

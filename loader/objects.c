@@ -108,6 +108,9 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		case IBCR_FD_MEMFD:
 			fd = memfd_open(f, i, fds, e);
 			break;
+		case IBCR_FD_DELDIR:
+			fd = deldir_open(f, i, fds, e);
+			break;
 		case IBCR_FD_STDIO:
 		case IBCR_FD_STAGE:
 			continue;	/* per process */

@@ -128,12 +128,26 @@ static int check_specials(const struct ibcr_process_state *ps, struct ibcr_err *
 	return rc;
 }
 
+static int cwd_removed(const struct ibcr_process_state *ps, const struct ibcr_files *f)
+{
+	size_t n = strlen(ps->cwd), k = strlen(" (deleted)");
+
+	if (n <= k || strcmp(ps->cwd + n - k, " (deleted)"))
+		return 0;
+	for (uint32_t i = 0; i < f->nobjs; i++)
+		if (f->objs[i].kind == IBCR_FD_DELDIR && !strncmp(f->paths[i], ps->cwd, n - k) &&
+		    !f->paths[i][n - k])
+			return 1;
+	return 0;
+}
+
 int preflight(struct restore *rs, struct ibcr_err *e)
 {
 	const struct ibcr_process_state *ps = rs->ps;
 	struct stat st;
 
-	if (stat(ps->cwd, &st) || !S_ISDIR(st.st_mode))
+	/* a removed one is made again (a DELDIR object): its parent must be there */
+	if (!cwd_removed(ps, rs->files) && (stat(ps->cwd, &st) || !S_ISDIR(st.st_mode)))
 		return ibcr_fail(e, "working directory %s does not exist", ps->cwd);
 	if (ibcr_check_fds(ps, rs->files, e) || external_preflight(rs, e) ||
 	    check_mapped_files(ps, e) || check_specials(ps, e) ||

@@ -53,6 +53,10 @@ int deleted_classify(pid_t pid, int fd, char *link, const struct stat *st,
 {
 	struct stat named;
 
+	if (S_ISDIR(st->st_mode) && link[0] == '/' && !st->st_nlink && trim_deleted(link)) {
+		o->kind = IBCR_FD_DELDIR;	/* empty: only it was left to remove */
+		return 1;
+	}
 	if (!S_ISREG(st->st_mode) || link[0] != '/')
 		return 0;
 	/* a live file whose name happens to end in " (deleted)" */
@@ -102,6 +106,81 @@ int deleted_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_
 		return ibcr_fail_errno(e, errno, "pid %d fd %d: reading the seals of %s",
 				       (int)pid, fd, o->f.paths[i]);
 	ob->aux[0] = (uint64_t)seals;
+	return 0;
+}
+
+static uint64_t ts_ns(const struct timespec *t)
+{
+	return (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
+}
+
+/* A removed directory's owner and access time, from a stat of it. */
+static void deldir_attrs(const struct stat *st, struct ibcr_fattr *a)
+{
+	a->flags |= IBCR_FATTR_OWNER;
+	a->uid = st->st_uid;
+	a->gid = st->st_gid;
+	a->atime_ns = ts_ns(&st->st_atim);
+}
+
+int deldir_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_err *e)
+{
+	char proc[64];
+	struct stat st;
+
+	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", (int)pid, fd);
+	if (stat(proc, &st))
+		return ibcr_fail_errno(e, errno, "pid %d fd %d: removed directory %s", (int)pid,
+				       fd, o->f.paths[i]);
+	deldir_attrs(&st, &o->f.attrs[i]);
+	for (uint32_t k = 0; k < i; k++)	/* another description of it: one directory */
+		if (o->f.objs[k].kind == IBCR_FD_DELDIR && o->f.objs[k].ino == st.st_ino &&
+		    o->f.objs[k].dev == st.st_dev && !o->f.attrs[k].same_file) {
+			o->f.attrs[i].same_file = k + 1;
+			break;
+		}
+	return 0;
+}
+
+/*
+ * A working directory removed since: the restore makes it as a removed
+ * directory object (one of its descriptors, or one of its own), found by
+ * its name: two removed directories of the same name would be ambiguous.
+ */
+int deldir_cwds(const struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		char path[PATH_MAX], proc[64];
+		struct stat st;
+		long found = -1;
+
+		if (t[k].zombie || !t[k].ps.cwd)
+			continue;
+		snprintf(path, sizeof(path), "%s", t[k].ps.cwd);
+		snprintf(proc, sizeof(proc), "/proc/%d/cwd", (int)t[k].pid);
+		if (stat(proc, &st))
+			return ibcr_fail_errno(e, errno, "pid %d: its working directory", (int)t[k].pid);
+		if (st.st_nlink || !trim_deleted(path))
+			continue;
+		for (uint32_t i = 0; i < o->f.nobjs; i++)
+			if (o->f.objs[i].kind == IBCR_FD_DELDIR && !strcmp(o->f.paths[i], path)) {
+				if (o->f.objs[i].ino != st.st_ino || o->f.objs[i].dev != st.st_dev)
+					return ibcr_fail(e, "pid %d: its working directory %s and "
+							 "another directory of that name were "
+							 "removed: not supported", (int)t[k].pid, path);
+				found = i;
+			}
+		if (found < 0) {
+			struct ibcr_fobj ob = { .kind = IBCR_FD_DELDIR, .ino = st.st_ino,
+						.dev = st.st_dev, .mode = st.st_mode,
+						.mtime_ns = ts_ns(&st.st_mtim),
+						.flags = O_RDONLY | O_DIRECTORY };
+
+			found = fobjs_add(o, t[k].pid, -1, path);
+			o->f.objs[found] = ob;
+			deldir_attrs(&st, &o->f.attrs[found]);
+		}
+	}
 	return 0;
 }
 

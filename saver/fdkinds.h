@@ -60,6 +60,9 @@ int deleted_classify(pid_t pid, int fd, char *link, const struct stat *st,
 int deleted_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_err *e);
 /* filedata.c: its bytes (and owner, atime), once per file */
 int filedata_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_err *e);
+/* removed directories: an open one (owner, times), a removed working directory */
+int deldir_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_err *e);
+int deldir_cwds(const struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e);
 /* once every process's memory map is known */
 int memfd_check_mapped(const struct target *t, uint32_t n, const struct fobjs *o,
 		       struct ibcr_err *e);

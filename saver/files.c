@@ -193,7 +193,7 @@ static long find_shared(const struct fobjs *o, pid_t pid, int fd, const struct s
 	return -1;
 }
 
-static uint32_t add_object(struct fobjs *o, pid_t pid, int fd, const char *link)
+uint32_t fobjs_add(struct fobjs *o, pid_t pid, int fd, const char *link)
 {
 	uint32_t i = o->f.nobjs++;
 
@@ -228,6 +228,8 @@ static int capture_state(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct 
 		return inotify_capture(pid, fd, ob, &o->f.data[i], e);
 	case IBCR_FD_PTMX:
 		return ptmx_capture(pid, fd, o, i, e);
+	case IBCR_FD_DELDIR:
+		return deldir_capture(pid, fd, o, i, e);
 	}
 	return anon_capture(pid, fd, ob, e);
 }
@@ -253,7 +255,7 @@ static int capture_fd(struct target *t, struct fobjs *o, int fd, struct ibcr_fd 
 		return -1;
 	if ((rule = external_find(o, t->pid, fd))) {
 		/* what it leads to does not matter: it does not come back */
-		r->obj = add_object(o, t->pid, fd, link);
+		r->obj = fobjs_add(o, t->pid, fd, link);
 		probe.kind = IBCR_FD_EXTERNAL;
 		o->f.objs[r->obj] = probe;
 		external_object(rule, fd, &o->f.objs[r->obj], &o->f.data[r->obj]);
@@ -274,7 +276,7 @@ static int capture_fd(struct target *t, struct fobjs *o, int fd, struct ibcr_fd 
 		probe.kind = IBCR_FD_STAGE;	/* the verbs stage stands in */
 	else if (classify(t->pid, fd, link, &st, &probe, e))
 		return -1;
-	r->obj = add_object(o, t->pid, fd, link);
+	r->obj = fobjs_add(o, t->pid, fd, link);
 	o->f.objs[r->obj] = probe;
 	return capture_state(t->pid, fd, o, r->obj, e) ||
 	       fdattr_capture(t->pid, fd, o, r->obj, e) ? -1 : 0;
@@ -532,5 +534,6 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 			return -1;
 	return memfd_check_mapped(t, n, o, e) || proc_check_own(t, n, o, e) ||
 	       epoll_finish(o, e) || external_check_epolls(t, n, o, e) ||
-	       fdattr_check(t, n, o, e) || pty_ctty(t, n, o, e) ? -1 : 0;
+	       fdattr_check(t, n, o, e) || pty_ctty(t, n, o, e) || deldir_cwds(t, n, o, e) ?
+	       -1 : 0;
 }

@@ -76,6 +76,8 @@ struct fobjs {
 	int keep_stopped;	/* some are read while writing: no snapshot */
 };
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e);
+/* A new object of pid's fd (or -1: of no descriptor), path link; its index. */
+uint32_t fobjs_add(struct fobjs *o, pid_t pid, int fd, const char *link);
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e);
 /* filedata.c: FILEDATA (the files' bytes), then the objects' FILEATTRS */
 int filedata_write(struct img_writer *w, struct fobjs *o, struct ibcr_err *e);

@@ -11,7 +11,10 @@
 #   copy each (saved once: the image says so);
 # - a deleted file that has a second name: the descriptor is that name;
 # - a memfd holding a program: execveat() on it works (ETXTBSY before:
-#   the restored descriptor was a reopening, which holds write access).
+#   the restored descriptor was a reopening, which holds write access);
+# - a directory removed while open, and a removed working directory:
+#   removed directories again, under their names (the saver took them,
+#   the loader refused them: "does not exist").
 # Each mode first runs without a checkpoint: its checks pass.
 . "$(dirname "$0")/lib.sh"
 
@@ -59,5 +62,7 @@ run_mode shared
 	fail "the child's descriptions are not of the parent's files: $(grep ' fd ' "$T/shared/info")"
 run_mode linked
 run_mode exec
+run_mode deldir
+grep -qE "^ *fd 4 +deldir .*/deldir/d$" "$T/deldir/info" || fail "fd 4 is not a removed directory: $(grep ' fd ' "$T/deldir/info")"
 grep -qE "^ *fd 3 +file .*/linked/b$" "$T/linked/info" || fail "fd 3 is not saved as the file b: $(grep ' fd ' "$T/linked/info")"
 exit 0

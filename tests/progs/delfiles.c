@@ -19,6 +19,11 @@
  *            the descriptor is the file "b" still
  *   exec     a memfd holding a copy of /bin/true: execveat() on it works
  *            (ETXTBSY once after a restore)
+ *   deldir   a directory "d" removed while open (mode 0750, set times),
+ *            and a working directory "w" removed: both are still
+ *            directories removed (/proc says "(deleted)", no links, no
+ *            entry can be made in them), under their names, "d" with its
+ *            mode and times
  *
  *   delfiles MODE
  */
@@ -150,10 +155,11 @@ static int reopen_of(pid_t pid, int fd, int flags)
 
 static void shared(void)
 {
-	int fd = open(".", O_TMPFILE | O_RDWR, 0600), m = memfd_create("two", 0), go[2], st;
+	int fd = open(".", O_TMPFILE | O_RDWR, 0600), m = memfd_create("two", 0), go[2], up[2], st;
 	pid_t parent = getpid(), c;
+	char y;
 
-	check(fd >= 0 && m >= 0 && pipe(go) == 0, "files");
+	check(fd >= 0 && m >= 0 && pipe(go) == 0 && pipe(up) == 0, "files");
 	check(pwrite(fd, "parent", 6, 0) == 6 && pwrite(m, "parent", 6, 0) == 6, "writes");
 	if (!(c = fork())) {
 		int cfd = reopen_of(parent, fd, O_RDWR), cm = reopen_of(parent, m, O_RDWR);
@@ -162,7 +168,7 @@ static void shared(void)
 
 		close(fd);
 		close(m);
-		check(cfd >= 0 && cm >= 0, "child: reopening");
+		check(cfd >= 0 && cm >= 0 && write(up[1], "r", 1) == 1, "child: reopening");
 		check(read(go[0], &x, 1) == 1, "child: waiting");
 		check(fstat(cfd, &a) == 0 && fstat(cm, &b) == 0, "child: fstat");
 		printf("child ino %lu %lu\n", (unsigned long)a.st_ino, (unsigned long)b.st_ino);
@@ -170,6 +176,7 @@ static void shared(void)
 		      "child: writes");
 		_exit(0);
 	}
+	check(read(up[0], &y, 1) == 1, "the child did not reopen the files");
 	gate_wait();
 	check(write(go[1], "g", 1) == 1 && waitpid(c, &st, 0) == c && st == 0, "the child failed");
 	for (int k = 0; k < 2; k++) {
@@ -218,11 +225,49 @@ static void exec_memfd(void)
 	      WEXITSTATUS(st) == 101 ? ": ETXTBSY" : "");
 }
 
+static void removed_dir(int fd, const char *link, const char *name)
+{
+	char want[64], got[4096];
+	struct stat st;
+	ssize_t k = readlink(link, got, sizeof(got) - 1);
+
+	got[k > 0 ? k : 0] = 0;
+	snprintf(want, sizeof(want), "/%s (deleted)", name);
+	check(k > 0 && strlen(got) > strlen(want) && !strcmp(got + strlen(got) - strlen(want), want),
+	      "%s is %s, not a removed %s", link, got, name);
+	check(fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_nlink == 0,
+	      "%s: not a removed directory", name);
+	check(openat(fd, "x", O_CREAT | O_WRONLY, 0644) < 0 && errno == ENOENT,
+	      "%s: an entry could be made in it", name);
+}
+
+static void deldir(void)
+{
+	struct timespec t[2] = { { ATIME, 1 }, { MTIME, 2 } };
+	int d = -1, w;
+	struct stat st;
+	char link[64];
+
+	check((gate_dir = open(".", O_RDONLY | O_DIRECTORY)) >= 0, "this directory");
+	check(mkdir("d", 0700) == 0 && (d = open("d", O_RDONLY | O_DIRECTORY)) >= 0, "d");
+	check(fchmod(d, 0750) == 0 && futimens(d, t) == 0 && rmdir("d") == 0, "removing d");
+	check(mkdir("w", 0755) == 0 && chdir("w") == 0 && rmdir("../w") == 0, "removing w");
+	check((w = open(".", O_RDONLY | O_DIRECTORY)) >= 0 && close(w) == 0, "w");
+	gate_wait();
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", d);
+	removed_dir(d, link, "d");
+	check((w = open(".", O_RDONLY | O_DIRECTORY)) >= 0, "the working directory");
+	removed_dir(w, "/proc/self/cwd", "w");
+	check(fstat(d, &st) == 0 && (st.st_mode & 07777) == 0750, "d: mode %o", st.st_mode & 07777);
+	check(st.st_mtim.tv_sec == MTIME && st.st_mtim.tv_nsec == 2 && st.st_atim.tv_sec == ATIME,
+	      "d: times %ld %ld", (long)st.st_mtim.tv_sec, (long)st.st_atim.tv_sec);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; void (*fn)(void); } modes[] = {
 		{ "holes", holes }, { "big", big }, { "shared", shared }, { "linked", linked },
-		{ "exec", exec_memfd },
+		{ "exec", exec_memfd }, { "deldir", deldir },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
