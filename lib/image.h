@@ -262,6 +262,15 @@ enum ibcr_fd_kind {
 	IBCR_FD_DELDIR = 22,	/* a directory removed while open (or a working */
 				/* directory): where it was, mode, times; owner */
 				/* in FILEATTRS; made again and removed */
+	IBCR_FD_PIDFD = 23,	/* pidfd of a process of the image: data struct */
+				/* ibcr_pidfd; opened by its holder */
+};
+
+/* The data of an IBCR_FD_PIDFD object. */
+struct ibcr_pidfd {
+	int32_t pid;		/* the process it refers to (saved pid): its */
+				/* holder, the holder's parent or a child of it */
+	uint32_t thread;	/* 1: PIDFD_THREAD (of that main thread) */
 };
 
 /* What the restore puts at a descriptor that leads outside (saver --external-fd). */

@@ -58,6 +58,9 @@ void group_close(struct restore *rs);
 int group_follow(struct restore *rs, int (*open_own)(struct restore *, struct ibcr_err *),
 		 struct ibcr_err *e);
 
+/* fdpidfd.c (restored process): a pidfd, by the pid its process has now */
+int pidfd_place(const struct restore *rs, const struct ibcr_fd *f, struct ibcr_err *e);
+
 /* fdpipe.c (loader): every description of the pipe of object i, into fds[] */
 int pipe_open_all(const struct ibcr_files *f, uint32_t i, int *fds, int base,
 		  struct ibcr_err *e);

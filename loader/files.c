@@ -116,6 +116,8 @@ static int place(struct restore *rs, const struct ibcr_fd *f, struct ibcr_err *e
 		return 0;	/* verbs_standins puts something there */
 	if (o->kind == IBCR_FD_TTY)
 		return tty_place(rs, f, e);
+	if (o->kind == IBCR_FD_PIDFD)
+		return pidfd_place(rs, f, e);
 	if ((rc = external_place(rs, f, e)) <= 0)	/* std streams, --external-fd */
 		return rc;
 	if (rs->obj_fds[f->obj] < 0)

@@ -53,6 +53,8 @@ struct restore {
 	int grp[4];		/* the group's pipes: placed (r, w), done (r, w) */
 	int *keep;		/* its leader: the members' own descriptors */
 	uint32_t nkeep;
+	const struct job *jobs;	/* the image's processes (their pids, once forked) */
+	uint32_t njobs;
 };
 
 /* tcp.c: established TCP connections, in repair mode until tcp_finish */

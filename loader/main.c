@@ -300,7 +300,8 @@ static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files 
 		struct job *x = &j[i];
 
 		x->rs = (struct restore){ .r = r, .ps = &x->ps, .proc = i, .exe_fd = -1,
-					  .verbose = verbose, .files = files };
+					  .verbose = verbose, .files = files, .jobs = j,
+					  .njobs = r->hdr.nprocs };
 		if (imgr_load_process(r, i, &x->ps, e))
 			return -1;
 		if (is_zombie(x))

@@ -113,6 +113,7 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 			break;
 		case IBCR_FD_STDIO:
 		case IBCR_FD_STAGE:
+		case IBCR_FD_PIDFD:
 			continue;	/* per process */
 		case IBCR_FD_EXTERNAL:
 			if (external_action(f, i) == IBCR_EXT_CLOSE ||

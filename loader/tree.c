@@ -160,6 +160,7 @@ static __attribute__((noreturn)) void run_process(struct job *j, uint32_t n, uin
 			perror("restart-loader: fork");
 			_exit(127);
 		}
+		j[c].child = pid;	/* known here: a pidfd of it needs it (fdpidfd.c) */
 		if (pid == 0) {
 			if (is_zombie(&j[c]))
 				become_zombie(&j[c]);

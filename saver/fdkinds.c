@@ -82,6 +82,7 @@ int anon_classify(const char *link, struct ibcr_fobj *o)
 		{ "anon_inode:[signalfd]", IBCR_FD_SIGNALFD },
 		{ "anon_inode:[eventpoll]", IBCR_FD_EPOLL },
 		{ "anon_inode:inotify", IBCR_FD_INOTIFY },
+		{ "anon_inode:[pidfd]", IBCR_FD_PIDFD },
 	};
 
 	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)

@@ -230,6 +230,8 @@ static int capture_state(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct 
 		return ptmx_capture(pid, fd, o, i, e);
 	case IBCR_FD_DELDIR:
 		return deldir_capture(pid, fd, o, i, e);
+	case IBCR_FD_PIDFD:
+		return pidfd_capture(pid, fd, o, i, e);
 	}
 	return anon_capture(pid, fd, ob, e);
 }
@@ -534,6 +536,7 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 			return -1;
 	return memfd_check_mapped(t, n, o, e) || proc_check_own(t, n, o, e) ||
 	       epoll_finish(o, e) || external_check_epolls(t, n, o, e) ||
-	       fdattr_check(t, n, o, e) || pty_ctty(t, n, o, e) || deldir_cwds(t, n, o, e) ?
+	       fdattr_check(t, n, o, e) || pty_ctty(t, n, o, e) || deldir_cwds(t, n, o, e) ||
+	       pidfd_check(t, n, o, e) ?
 	       -1 : 0;
 }

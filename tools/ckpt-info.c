@@ -79,6 +79,7 @@ static const char *fd_kind(uint32_t k)
 	case IBCR_FD_EXTERNAL: return "extern";
 	case IBCR_FD_OPATH: return "o_path";
 	case IBCR_FD_DELDIR: return "deldir";
+	case IBCR_FD_PIDFD: return "pidfd";
 	}
 	return "?";
 }

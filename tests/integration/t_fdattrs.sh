@@ -5,7 +5,9 @@
 # owner and signal of a pipe's I/O signals (SIGIO stopped arriving
 # before); a read lease, whose break still signals the process; an epoll
 # whose targets were closed or renumbered since they were added (refused
-# before). Saved
+# before); pidfds of the process itself, of a child (which holds one of
+# its parent) and of a zombie child, by their restored pids (refused
+# before); one of a process outside the image is refused (t_bad_input). Saved
 # with --kill and live. An I/O signal owner outside the image is refused,
 # in one line, and the process runs on.
 . "$(dirname "$0")/lib.sh"
@@ -15,6 +17,8 @@ for mode in opath owner lease epoll; do
 	gate_mode fdattrs $mode
 	gate_mode fdattrs $mode live
 done
+gate_mode fdattrs pidfd --tree
+gate_mode fdattrs pidfd live --tree
 grep -qE "^ *fd 3 +o_path " "$T/fdattrs.opath/info" || fail "fd 3 is not saved as O_PATH: $(grep ' fd ' "$T/fdattrs.opath/info")"
 
 # F_SETOWN to the test shell, outside the image

@@ -21,6 +21,11 @@
  *           writes through B and D are reported with the entries' data
  *           words, one through the eventfd at C is not
  *
+ *   pidfd   pidfds: of itself (non-blocking), of a child C that holds one
+ *           of its parent, of a child Z that exited (a zombie): each one
+ *           names the restored process (fdinfo Pid), C's exit is seen
+ *           through poll and waitid(P_PIDFD) on it, Z's status too
+ *
  *   fdattrs MODE
  */
 #define _GNU_SOURCE
@@ -28,12 +33,22 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
+#include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef PIDFD_NONBLOCK
+#define PIDFD_NONBLOCK O_NONBLOCK
+#endif
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
 
 #include "gate.h"
 
@@ -167,10 +182,64 @@ static void epoll_moved(void)
 	      "the eventfd now at c is watched");
 }
 
+static long fd_pid(int fd)
+{
+	char p[64], line[128];
+	long pid = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", fd);
+	check((f = fopen(p, "r")) != NULL, "fdinfo of %d", fd);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Pid:", 4))
+			pid = atol(line + 4);
+	fclose(f);
+	return pid;
+}
+
+static void pidfds(void)
+{
+	int go[2], self, cfd, zfd;
+	struct pollfd pf;
+	siginfo_t si;
+	pid_t c, z;
+
+	check(pipe(go) == 0, "pipe");
+	if (!(c = fork())) {
+		int pfd = (int)syscall(SYS_pidfd_open, getppid(), 0);
+		char x;
+
+		if (pfd < 0 || read(go[0], &x, 1) != 1)
+			_exit(10);
+		_exit(fd_pid(pfd) == getppid() ? 0 : 11);	/* its parent's, restored */
+	}
+	if (!(z = fork()))
+		_exit(5);
+	self = (int)syscall(SYS_pidfd_open, getpid(), PIDFD_NONBLOCK);
+	cfd = (int)syscall(SYS_pidfd_open, c, 0);
+	check(self >= 0 && cfd >= 0, "pidfds");
+	check(waitid(P_PID, (id_t)z, &si, WEXITED | WNOWAIT) == 0, "z exits");
+	check((zfd = (int)syscall(SYS_pidfd_open, z, 0)) >= 0, "pidfd of a zombie");
+	gate_wait();
+	check(fd_pid(self) == getpid() && (fcntl(self, F_GETFL) & O_NONBLOCK), "its own pidfd");
+	check(fd_pid(cfd) == c, "the child's pidfd names %ld, not %d", fd_pid(cfd), (int)c);
+	check(fd_pid(zfd) == z, "the zombie's pidfd names %ld, not %d", fd_pid(zfd), (int)z);
+	pf = (struct pollfd){ cfd, POLLIN, 0 };
+	check(poll(&pf, 1, 0) == 0, "the child's pidfd is ready before it exits");
+	check(write(go[1], "g", 1) == 1, "go");
+	check(poll(&pf, 1, 10000) == 1, "its pidfd does not say the child exited");
+	check(waitid(P_PIDFD, (id_t)cfd, &si, WEXITED) == 0 && si.si_pid == c, "waitid on it");
+	check(si.si_code == CLD_EXITED && si.si_status == 0, "the child's check %d failed",
+	      si.si_status);
+	check(waitid(P_PIDFD, (id_t)zfd, &si, WEXITED) == 0 && si.si_pid == z &&
+	      si.si_status == 5, "the zombie's status through its pidfd");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; void (*fn)(void); } modes[] = {
 		{ "opath", opath }, { "owner", owner }, { "lease", lease }, { "epoll", epoll_moved },
+		{ "pidfd", pidfds },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);

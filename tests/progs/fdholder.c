@@ -4,7 +4,7 @@
  * saver and restart-loader do with it (a refused checkpoint leaves it
  * running). KIND, with files made in the working directory:
  *
- *   pidfd           a pidfd of itself (not supported)
+ *   pidfd           a pidfd of its parent, outside the image (not supported)
  *   netlink         a netlink (route) socket (not supported)
  *   proc-self       /proc/self/stat (not supported: a file of the process
  *                   itself, which a restore gives another pid or none)
@@ -118,7 +118,7 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return 2;
 	if (!strcmp(argv[1], "pidfd")) {
-		if (syscall(SYS_pidfd_open, getpid(), 0) != 3)
+		if (syscall(SYS_pidfd_open, getppid(), 0) != 3)
 			return 2;
 	} else if (!strcmp(argv[1], "eventfd")) {
 		if (eventfd(0, 0) != 3)
