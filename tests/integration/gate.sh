@@ -42,3 +42,16 @@ gate_mode() {
 	grep -q "^DONE pid $RPID" "$d/out" || fail "$prog $mode: the restored program did not finish: $(tail -n 3 "$d/out")"
 	cd "$T"
 }
+
+# saver_refuses IMAGE REGEX SAVER-ARGS...: saver with those arguments
+# fails, in one line (warnings aside) that matches REGEX (grep -E), and
+# leaves no image. The caller then checks that the process runs on.
+saver_refuses() {
+	local img=$1 re=$2 st=0
+	shift 2
+	"$SAVER" -o "$img" "$@" 2>"$img.err" || st=$?
+	[ $st = 1 ] || fail "saver $* accepted it (status $st)"
+	[ "$(grep -vc '^saver: warning' "$img.err")" = 1 ] || fail "not one line: $(cat "$img.err")"
+	grep -qE -- "$re" "$img.err" || fail "the refusal does not say /$re/: $(cat "$img.err")"
+	[ ! -e "$img" ] || fail "an image was left"
+}

@@ -17,52 +17,19 @@
 #   the loader refused them: "does not exist").
 # Each mode first runs without a checkpoint: its checks pass.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/gate.sh"
 
-run_mode() {
-	local mode=$1 live=${2:-} d="$T/$1${2:-}" tree=
-	[ "$mode" = shared ] && tree=--tree
-	mkdir "$d" "$d.plain"
-	cd "$d.plain"
-	start "$d.plain/out" "$PROGS/delfiles" "$mode"
-	wait_line "$d.plain/out" '^ready '
-	touch go
-	wait "$PID" || fail "$mode without a checkpoint: $(cat "$d.plain/out")"
-	cd "$d"
-	start "$d/out" "$PROGS/delfiles" "$mode"
-	pid=$PID
-	wait_line "$d/out" '^ready '
-	kids=$(children_of "$pid")
-	if [ -n "$live" ]; then
-		checkpoint "$pid" "$d/img" $tree
-		kill -9 "$pid"
-		wait "$pid" 2>/dev/null || true
-	else
-		checkpoint "$pid" "$d/img" --kill $tree
-		wait "$pid" 2>/dev/null || true
-	fi
-	cp "$T/info.out" "$d/info"
-	for k in $kids; do	# killed too (--tree): its pid free again
-		while [ -e "/proc/$k" ]; do sleep 0.05; done
-	done
-	restart "$d/img"
-	expect_pid "$pid" "$RPID"
-	touch go
-	wait "$LPID" || fail "$mode$live: restored program failed (status $?): $(cat "$T/loader.out"; tail -n 3 "$d/out")"
-	grep -q "^DONE pid $RPID" "$d/out" || fail "$mode$live: the restored program did not finish: $(tail -n 3 "$d/out")"
-	cd "$T"
-}
-
-run_mode holes
-grep -qE "^ *fd 3 +deleted .* \(8192 bytes in it\) in 2 extent" "$T/holes/info" ||
-	fail "the deleted file's holes were saved: $(grep ' fd ' "$T/holes/info")"
-run_mode big
-run_mode big live
-run_mode shared
-[ "$(grep -cE ' fd [0-9]+ +(deleted|memfd) .*\(the file of obj [0-9]+\)' "$T/shared/info")" = 2 ] ||
-	fail "the child's descriptions are not of the parent's files: $(grep ' fd ' "$T/shared/info")"
-run_mode linked
-run_mode exec
-run_mode deldir
-grep -qE "^ *fd 4 +deldir .*/deldir/d$" "$T/deldir/info" || fail "fd 4 is not a removed directory: $(grep ' fd ' "$T/deldir/info")"
-grep -qE "^ *fd 3 +file .*/linked/b$" "$T/linked/info" || fail "fd 3 is not saved as the file b: $(grep ' fd ' "$T/linked/info")"
+gate_mode delfiles holes
+grep -qE "^ *fd 3 +deleted .* \(8192 bytes in it\) in 2 extent" "$T/delfiles.holes/info" ||
+	fail "the deleted file's holes were saved: $(grep ' fd ' "$T/delfiles.holes/info")"
+gate_mode delfiles big
+gate_mode delfiles big live
+gate_mode delfiles shared --tree
+[ "$(grep -cE ' fd [0-9]+ +(deleted|memfd) .*\(the file of obj [0-9]+\)' "$T/delfiles.shared/info")" = 2 ] ||
+	fail "the child's descriptions are not of the parent's files: $(grep ' fd ' "$T/delfiles.shared/info")"
+gate_mode delfiles linked
+gate_mode delfiles exec
+gate_mode delfiles deldir
+grep -qE "^ *fd 4 +deldir .*/delfiles.deldir/d$" "$T/delfiles.deldir/info" || fail "fd 4 is not a removed directory: $(grep ' fd ' "$T/delfiles.deldir/info")"
+grep -qE "^ *fd 3 +file .*/delfiles.linked/b$" "$T/delfiles.linked/info" || fail "fd 3 is not saved as the file b: $(grep ' fd ' "$T/delfiles.linked/info")"
 exit 0

@@ -11,6 +11,7 @@
 # - an image with FD:inherit restored by a restart-loader without fd FD
 #   is refused before anything runs, saying which fd.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/gate.sh"
 
 FD=9
 # prog MODE: starts outside in its own directory; PID, DIR
@@ -31,13 +32,7 @@ restored() {
 
 prog none 1
 pid=$PID
-st=0
-"$SAVER" --kill -o "$DIR/img" "$pid" 2>"$DIR/err" || st=$?
-[ $st = 1 ] || fail "saver accepted a pipe leading outside above fd 2 (status $st)"
-[ "$(grep -vc "^saver: warning" "$DIR/err")" = 1 ] || fail "not one line: $(cat "$DIR/err")"
-grep -q "pid $pid fd $FD: pipe (pipe:\[[0-9]*\]) leads to a process outside the checkpoint; saver --external-fd $FD:close|null|inherit|tty" "$DIR/err" ||
-	fail "the refusal does not name the fd and the option: $(cat "$DIR/err")"
-[ ! -e "$DIR/img" ] || fail "an image was left"
+saver_refuses "$DIR/img" "pid $pid fd $FD: pipe \\(pipe:\\[[0-9]+\\]\\) leads to a process outside the checkpoint; saver --external-fd $FD:close\\|null\\|inherit\\|tty" --kill "$pid"
 touch go
 wait "$pid" || fail "the refused program did not run on: $(tail -n 2 "$DIR/out")"
 grep -q '^after$' "$DIR/helper.out" || fail "the refused program's pipe did not work on"

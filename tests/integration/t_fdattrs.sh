@@ -33,13 +33,7 @@ while not os.path.exists("go"):
 print("DONE", flush=True)' $$
 wait_line "$T/outside/out" '^ready fd'
 fd=$(sed -n 's/^ready fd //p' "$T/outside/out")
-st=0
-"$SAVER" --kill -o "$T/outside/img" "$PID" 2>"$T/outside/err" || st=$?
-[ $st = 1 ] || fail "saver accepted an I/O signal owner outside the image (status $st)"
-[ "$(wc -l <"$T/outside/err")" = 1 ] || fail "not one line: $(cat "$T/outside/err")"
-grep -q "pid $PID fd $fd: its I/O signals (F_SETOWN) go to process $$, outside the checkpoint" "$T/outside/err" ||
-	fail "the refusal does not say it: $(cat "$T/outside/err")"
-[ ! -e "$T/outside/img" ] || fail "an image was left"
+saver_refuses "$T/outside/img" "pid $PID fd $fd: its I/O signals \\(F_SETOWN\\) go to process $$, outside the checkpoint" --kill "$PID"
 touch go
 wait "$PID" || fail "the refused process did not run on"
 grep -q '^DONE' "$T/outside/out" || fail "the refused process did not finish"

@@ -40,12 +40,7 @@ EOP
 start "$T/siblings/out" python3 sib.py
 while [ ! -s pids ]; do sleep 0.05; done
 read -r x y <pids
-st=0
-"$SAVER" --kill --tree -o "$T/siblings/img" "$PID" 2>"$T/siblings/err" || st=$?
-[ $st = 1 ] || fail "saver accepted siblings sharing a table (status $st)"
-[ "$(wc -l <"$T/siblings/err")" = 1 ] || fail "not one line: $(cat "$T/siblings/err")"
-grep -qE "pid ($x|$y) shares its descriptor table \(CLONE_FILES\) with pid ($x|$y) but not with its parent" "$T/siblings/err" ||
-	fail "the refusal does not say it: $(cat "$T/siblings/err")"
+saver_refuses "$T/siblings/img" "pid ($x|$y) shares its descriptor table \\(CLONE_FILES\\) with pid ($x|$y) but not with its parent" --kill --tree "$PID"
 touch go
 wait "$PID" || fail "the refused processes did not run on"
 grep -q DONE "$T/siblings/out" || fail "the refused processes did not finish"

@@ -39,12 +39,7 @@ EOP
 start "$T/out/sess.out" python3 sess.py "$(cat "$T/out/master.out")"
 while [ ! -s pid ]; do sleep 0.05; done
 read -r root pid <pid
-st=0
-"$SAVER" --kill --tree -o "$T/out/img" "$root" 2>"$T/out/err" || st=$?
-[ $st = 1 ] || fail "saver accepted a session leader whose terminal is outside (status $st)"
-[ "$(wc -l <"$T/out/err")" = 1 ] || fail "not one line: $(cat "$T/out/err")"
-grep -q "pid $pid: session leader whose controlling terminal (136:[0-9]*) is outside the checkpoint" "$T/out/err" ||
-	fail "the refusal does not say it: $(cat "$T/out/err")"
+saver_refuses "$T/out/img" "pid $pid: session leader whose controlling terminal \\(136:[0-9]+\\) is outside the checkpoint" --kill --tree "$root"
 touch go
 wait "$root" || fail "the refused session did not run on"
 grep -q DONE "$T/out/sess.out" || fail "the refused session did not finish"

@@ -8,6 +8,7 @@
 # signal once killed restart-loader itself (the signal went to the
 # loader's thread: musl's cached TID is stale after the raw clone3).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/gate.sh"
 
 mkdir "$T/z" && cd "$T/z"
 start "$T/z/out" "$PROGS/zombies"
@@ -38,12 +39,7 @@ wait_line "$T/c/out" '^ready '
 z=$(children_of "$pid")
 code=$(stat_field "$z" 52)
 [ $((code & 0x80)) != 0 ] || fail "could not make a zombie that dumped core here (exit code $code)"
-st=0
-"$SAVER" --tree --kill -o "$T/c/img" "$pid" 2>"$T/c/err" || st=$?
-[ $st = 1 ] || fail "saver accepted a zombie that dumped core (status $st)"
-[ "$(wc -l <"$T/c/err")" = 1 ] || fail "not one line: $(cat "$T/c/err")"
-grep -q "pid $z: .*dumped core" "$T/c/err" || fail "refusal does not name the zombie: $(cat "$T/c/err")"
-[ ! -e "$T/c/img" ] || fail "an image was left"
+saver_refuses "$T/c/img" "pid $z: .*dumped core" --tree --kill "$pid"
 touch go
 wait "$pid" || fail "the refused process did not run on: $(tail -n 2 "$T/c/out")"
 grep -q "^DONE pid $pid" "$T/c/out" || fail "the refused process did not finish"

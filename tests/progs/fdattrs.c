@@ -237,18 +237,10 @@ static void pidfds(void)
 
 int main(int argc, char **argv)
 {
-	static const struct { const char *name; void (*fn)(void); } modes[] = {
+	static const struct gate_mode modes[] = {
 		{ "opath", opath }, { "owner", owner }, { "lease", lease }, { "epoll", epoll_moved },
 		{ "pidfd", pidfds },
 	};
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (size_t i = 0; argc == 2 && i < sizeof(modes) / sizeof(modes[0]); i++)
-		if (!strcmp(argv[1], modes[i].name)) {
-			modes[i].fn();
-			gate_done();
-			return 0;
-		}
-	fprintf(stderr, "usage: fdattrs MODE\n");
-	return 2;
+	return gate_main(argc, argv, modes, sizeof(modes) / sizeof(modes[0]));
 }

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static void __attribute__((format(printf, 2, 3))) check(int ok, const char *fmt, ...)
+static inline void __attribute__((format(printf, 2, 3))) check(int ok, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -37,7 +37,7 @@ static void __attribute__((format(printf, 2, 3))) check(int ok, const char *fmt,
 /* where "go" is looked for: the working directory, unless the program moves */
 static int gate_dir = AT_FDCWD;
 
-static void gate_wait(void)
+static inline void gate_wait(void)
 {
 	struct timespec ts = { 0, 10 * 1000 * 1000 };
 
@@ -49,10 +49,29 @@ static void gate_wait(void)
 	fflush(stdout);
 }
 
-static void gate_done(void)
+static inline void gate_done(void)
 {
 	printf("DONE pid %d\n", (int)getpid());
 	fflush(stdout);
+}
+
+/* Programs of several modes: runs the one argv[1] names, then says DONE. */
+struct gate_mode {
+	const char *name;
+	void (*fn)(void);
+};
+
+static inline int gate_main(int argc, char **argv, const struct gate_mode *m, size_t n)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (size_t i = 0; argc == 2 && i < n; i++)
+		if (!strcmp(argv[1], m[i].name)) {
+			m[i].fn();
+			gate_done();
+			return 0;
+		}
+	fprintf(stderr, "usage: %s MODE\n", argv[0]);
+	return 2;
 }
 
 #endif

@@ -175,19 +175,11 @@ static void fifo_writer(void)
 
 int main(int argc, char **argv)
 {
-	static const struct { const char *name; void (*fn)(void); } modes[] = {
+	static const struct gate_mode modes[] = {
 		{ "full2", full2 }, { "size", size }, { "fifo", fifo }, { "fifo-two", fifo_two },
 		{ "fifo-rdwr", fifo_rdwr }, { "fifo-reader", fifo_reader },
 		{ "fifo-writer", fifo_writer },
 	};
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (size_t i = 0; argc == 2 && i < sizeof(modes) / sizeof(modes[0]); i++)
-		if (!strcmp(argv[1], modes[i].name)) {
-			modes[i].fn();
-			gate_done();
-			return 0;
-		}
-	fprintf(stderr, "usage: pipes MODE\n");
-	return 2;
+	return gate_main(argc, argv, modes, sizeof(modes) / sizeof(modes[0]));
 }
