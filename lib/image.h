@@ -521,6 +521,9 @@ enum ibcr_vma_kind {
 #define IBCR_VMAF_NAMED 0x200	/* SHMEM: a file (tmpfs or mapped writable */
 				/* shared) whose mapped content is saved; */
 				/* the region's name is its path */
+#define IBCR_VMAF_OBJFILE 0x800	/* FILE with DELETED: a deleted file or memfd */
+				/* that is a file object of the image (by */
+				/* file_dev, file_ino): mapped from it */
 #define IBCR_VMAF_THP 0x400	/* had transparent huge pages (with */
 				/* IBCR_MADV_HUGEPAGE: filled so that the */
 				/* kernel gives them again) */

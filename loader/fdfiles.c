@@ -22,10 +22,23 @@
 #include "fdkinds.h"
 #include "filedata.h"
 
-static int unlinked_in(const char *dir, mode_t mode)
+/*
+ * Made under its own name and removed at once when the name is free, so
+ * that /proc shows it as it showed the original ("NAME (deleted)"; an
+ * O_TMPFILE original is "#INODE" there, and so is this one), else
+ * O_TMPFILE in its directory.
+ */
+static int unlinked_in(const char *dir, const char *path, mode_t mode)
 {
 	char tmpl[PATH_MAX];
-	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+	int fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, mode);
+
+	if (fd >= 0) {
+		if (!unlink(path))
+			return fd;
+		close(fd);
+	}
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
 
 	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
 		return fd;
@@ -132,7 +145,7 @@ int deleted_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct 
 	if (!slash || (size_t)(slash - path) >= sizeof(dir))
 		return ibcr_fail(e, "deleted file %s (file object %u): no directory", path, i);
 	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
-	fd = unlinked_in(dir, (mode_t)(f->objs[i].mode & 07777));
+	fd = unlinked_in(dir, path, (mode_t)(f->objs[i].mode & 07777));
 	if (fd < 0)
 		return ibcr_fail_errno(e, errno, "deleted file %s: making it again, unlinked, "
 				       "in %s", path, dir);
@@ -220,6 +233,38 @@ int deldir_chdir(const struct restore *rs, int *done, struct ibcr_err *e)
 			return 0;
 		}
 	return 0;
+}
+
+/*
+ * For a region mapping a deleted file or memfd that is a file object: a
+ * descriptor of that object, of its own (the core closes it), above the
+ * saved numbers, writable if the mapping is shared and writable.
+ */
+int objfile_open(const struct restore *rs, const struct ibcr_vma *v, int writable,
+		 struct ibcr_err *e)
+{
+	const struct ibcr_files *f = rs->files;
+	char self[32];
+	int fd, high;
+
+	for (uint32_t i = 0; i < f->nobjs; i++) {
+		if ((f->objs[i].kind != IBCR_FD_DELETED && f->objs[i].kind != IBCR_FD_MEMFD) ||
+		    f->objs[i].ino != v->file_ino || f->objs[i].dev != v->file_dev ||
+		    f->attrs[i].same_file || rs->obj_fds[i] < 0)
+			continue;
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", rs->obj_fds[i]);
+		if ((fd = open(self, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC)) < 0)
+			return ibcr_fail_errno(e, errno, "region %#llx: opening %s to map it",
+					       (unsigned long long)v->start, f->paths[i]);
+		high = fcntl(fd, F_DUPFD_CLOEXEC, rs->fd_base);
+		close(fd);
+		if (high < 0)
+			return ibcr_fail_errno(e, errno, "region %#llx: placing %s's descriptor",
+					       (unsigned long long)v->start, f->paths[i]);
+		return high;
+	}
+	return ibcr_fail(e, "region %#llx maps a deleted file or memfd that the image does not "
+			 "have", (unsigned long long)v->start);
 }
 
 int memfd_make(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)

@@ -29,6 +29,9 @@ int memfd_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ib
 /* a removed directory made again; a removed working directory, in the process */
 int deldir_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e);
 int deldir_chdir(const struct restore *rs, int *done, struct ibcr_err *e);
+/* restored process: a descriptor to map a region of a deleted file or memfd object */
+int objfile_open(const struct restore *rs, const struct ibcr_vma *v, int writable,
+		 struct ibcr_err *e);
 /* a memfd with its bytes and mode, unsealed: shm.c maps it before forking */
 int memfd_make(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 

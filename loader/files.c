@@ -87,6 +87,12 @@ static int open_mappings(struct restore *rs, struct ibcr_err *e)
 		rs->map_fds[i] = -1;
 		if (v->kind != IBCR_VMA_FILE)
 			continue;
+		if (v->flags & IBCR_VMAF_OBJFILE) {	/* a deleted file or memfd of the image */
+			if ((rs->map_fds[i] = objfile_open(rs, v, (v->flags & IBCR_VMAF_SHARED) != 0,
+							     e)) < 0)
+				return -1;
+			continue;
+		}
 		/* Regions of one file share a descriptor. */
 		for (uint32_t k = 0; k < i && rs->map_fds[i] < 0; k++)
 			if (rs->map_fds[k] >= 0 && !strcmp(ps->vma_names[k], ps->vma_names[i]) &&

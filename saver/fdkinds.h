@@ -64,6 +64,10 @@ int deleted_classify(pid_t pid, int fd, char *link, const struct stat *st,
 int deleted_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_err *e);
 /* filedata.c: its bytes (and owner, atime), once per file */
 int filedata_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_err *e);
+/* the same, read through a path (a map_files entry) */
+int filedata_capture_path(const char *path, struct fobjs *o, uint32_t i, struct ibcr_err *e);
+/* delmap.c: mappings of deleted files and memfds that are file objects */
+int delmap_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e);
 /* removed directories: an open one (owner, times), a removed working directory */
 int deldir_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_err *e);
 int deldir_cwds(const struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e);

@@ -81,10 +81,19 @@ static uint64_t ts_ns(const struct timespec *t)
 
 int filedata_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_err *e)
 {
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", (int)pid, fd);
+	return filedata_capture_path(proc, o, i, e);
+}
+
+int filedata_capture_path(const char *proc, struct fobjs *o, uint32_t i, struct ibcr_err *e)
+{
 	struct ibcr_fattr *a = &o->f.attrs[i];
+	pid_t pid = o->rep_pid[i];
+	int fd = o->rep_fd[i];
 	struct fdata *d;
 	struct stat st;
-	char proc[64];
 	uint64_t n;
 
 	for (uint32_t k = 0; k < i; k++)
@@ -95,7 +104,6 @@ int filedata_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr
 			a->flags &= ~(uint32_t)IBCR_FATTR_DATA;
 			return 0;
 		}
-	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", (int)pid, fd);
 	o->fdata = xrealloc(o->fdata, sizeof(*o->fdata) * o->cap);
 	d = &o->fdata[i];
 	/* reading must not change the time it was last read (as the owner, or root) */

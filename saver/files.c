@@ -525,7 +525,7 @@ static int pipe_settle(const struct target *t, uint32_t n, struct fobjs *o, uint
  */
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e)
 {
-	if (fdtable_share(t, n, e) || sockets_finish(o, e))
+	if (fdtable_share(t, n, e) || sockets_finish(o, e) || delmap_finish(t, n, o, e))
 		return -1;
 	for (uint32_t i = 0; i < o->f.nobjs; i++)
 		if (pipe_settle(t, n, o, i, e))

@@ -46,7 +46,10 @@ static const char *kind_name(const struct ibcr_vma *v)
 		return (v->flags & IBCR_VMAF_HEAP) ? "heap" :
 		       (v->flags & IBCR_VMAF_STACK) ? "stack" :
 		       (v->flags & IBCR_VMAF_DELETED) ? "anon(copy)" : "anon";
-	case IBCR_VMA_FILE: return (v->flags & IBCR_VMAF_SHARED) ? "file-shared" : "file";
+	case IBCR_VMA_FILE:
+		if (v->flags & IBCR_VMAF_OBJFILE)
+			return (v->flags & IBCR_VMAF_SHARED) ? "objfile-shared" : "objfile";
+		return (v->flags & IBCR_VMAF_SHARED) ? "file-shared" : "file";
 	case IBCR_VMA_SHMEM: return "shmem";
 	case IBCR_VMA_SPECIAL: return "kernel";
 	case IBCR_VMA_DEVICE: return "device";

@@ -12,6 +12,9 @@
 # - a deleted file that has a second name: the descriptor is that name;
 # - a memfd holding a program: execveat() on it works (ETXTBSY before:
 #   the restored descriptor was a reopening, which holds write access);
+# - a deleted file open and mapped shared and private, and one mapped
+#   shared only: the mappings are of that very file again (a shared
+#   mapping of a deleted file was refused, a private one a copy);
 # - a directory removed while open, and a removed working directory:
 #   removed directories again, under their names (the saver took them,
 #   the loader refused them: "does not exist").
@@ -29,6 +32,10 @@ gate_mode delfiles shared --tree
 	fail "the child's descriptions are not of the parent's files: $(grep ' fd ' "$T/delfiles.shared/info")"
 gate_mode delfiles linked
 gate_mode delfiles exec
+gate_mode delfiles mapped
+gate_mode delfiles mapped live
+grep -qE " objfile-shared .*/m \\(deleted\\)" "$T/delfiles.mapped/info" ||
+	fail "the shared mapping is not of the file object: $(grep deleted "$T/delfiles.mapped/info")"
 gate_mode delfiles deldir
 grep -qE "^ *fd 4 +deldir .*/delfiles.deldir/d$" "$T/delfiles.deldir/info" || fail "fd 4 is not a removed directory: $(grep ' fd ' "$T/delfiles.deldir/info")"
 grep -qE "^ *fd 3 +file .*/delfiles.linked/b$" "$T/delfiles.linked/info" || fail "fd 3 is not saved as the file b: $(grep ' fd ' "$T/delfiles.linked/info")"

@@ -19,6 +19,13 @@
  *            the descriptor is the file "b" still
  *   exec     a memfd holding a copy of /bin/true: execveat() on it works
  *            (ETXTBSY once after a restore)
+ *   mapped   a deleted file "m" of 3 pages, open, mapped shared (A) and
+ *            private (B, page 1 written: a copy of its own), and a
+ *            deleted file "n" mapped shared and open nowhere: after the
+ *            restore A and the descriptor are one file (a write through
+ *            either is seen through the other, and through B's untouched
+ *            page 0), B's page 1 is still its own, n's mapping holds its
+ *            bytes and is still "n (deleted)" in /proc/self/maps
  *   deldir   a directory "d" removed while open (mode 0750, set times),
  *            and a working directory "w" removed: both are still
  *            directories removed (/proc says "(deleted)", no links, no
@@ -225,6 +232,59 @@ static void exec_memfd(void)
 	      WEXITSTATUS(st) == 101 ? ": ETXTBSY" : "");
 }
 
+static int mapped_as(const void *p, const char *name)
+{
+	char line[512], want[64];
+	unsigned long s, e;
+	FILE *f = fopen("/proc/self/maps", "r");
+	int ok = 0;
+
+	snprintf(want, sizeof(want), "/%s (deleted)\n", name);
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &s, &e) == 2 && s == (uintptr_t)p &&
+		    strlen(line) > strlen(want) && !strcmp(line + strlen(line) - strlen(want), want))
+			ok = 1;
+	if (f)
+		fclose(f);
+	return ok;
+}
+
+static void mapped(void)
+{
+	int fd = open("m", O_CREAT | O_RDWR | O_TRUNC, 0600), nfd = open("n", O_CREAT | O_RDWR, 0600);
+	uint8_t page[4096], *a, *b, *n;
+	char x[8] = "";
+
+	check(fd >= 0 && nfd >= 0, "m, n");
+	for (int k = 0; k < 3; k++) {
+		fill_page(page, k);
+		check(write(fd, page, 4096) == 4096 && write(nfd, page, 4096) == 4096, "writing");
+	}
+	a = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	b = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	n = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, nfd, 0);
+	check(a != MAP_FAILED && b != MAP_FAILED && n != MAP_FAILED, "mmap");
+	memcpy(b + 4096 + 8, "BBBB", 4);
+	memcpy(n + 8, "NNNN", 4);
+	check(close(nfd) == 0 && unlink("m") == 0 && unlink("n") == 0, "unlink");
+	gate_wait();
+	check(mapped_as(a, "m") && mapped_as(b, "m") && mapped_as(n, "n"),
+	      "the mappings are not of the deleted files m and n");
+	check(pwrite(fd, "XXXX", 4, 100) == 4, "pwrite");
+	check(!memcmp(a + 100, "XXXX", 4), "a write through the fd is not seen in the shared map");
+	check(!memcmp(b + 100, "XXXX", 4), "... nor in the private map's untouched page");
+	memcpy(a + 4096 + 200, "YYYY", 4);
+	check(pread(fd, x, 4, 4096 + 200) == 4 && !memcmp(x, "YYYY", 4),
+	      "a write into the shared map is not seen through the fd");
+	check(!memcmp(b + 4096 + 8, "BBBB", 4) && memcmp(b + 4096 + 200, "YYYY", 4),
+	      "the private map's own page changed");
+	fill_page(page, 2);
+	check(!memcmp(a + 8192, page, 4096) && !memcmp(b + 8192, page, 4096), "page 2");
+	fill_page(page, 1);
+	check(!memcmp(n + 4096, page, 4096) && !memcmp(n + 8, "NNNN", 4), "n's bytes");
+	memcpy(n + 16, "n!", 2);
+}
+
 static void removed_dir(int fd, const char *link, const char *name)
 {
 	char want[64], got[4096];
@@ -267,7 +327,7 @@ int main(int argc, char **argv)
 {
 	static const struct gate_mode modes[] = {
 		{ "holes", holes }, { "big", big }, { "shared", shared }, { "linked", linked },
-		{ "exec", exec_memfd }, { "deldir", deldir },
+		{ "exec", exec_memfd }, { "deldir", deldir }, { "mapped", mapped },
 	};
 
 	return gate_main(argc, argv, modes, sizeof(modes) / sizeof(modes[0]));
