@@ -375,7 +375,8 @@ struct ibcr_fattr {
 				/* its owner, flag OWNER) */
 	int32_t ctty_sid;	/* PTMX: the session whose controlling terminal */
 	int32_t fg_pgrp;	/* the slave is, and its foreground group; 0: none */
-	uint32_t pad;
+	uint32_t pty_input;	/* PTMX: bytes of input the slave's reader had not */
+				/* read (non-canonical), after the pending output */
 };
 
 /*

@@ -50,15 +50,36 @@ static int refill(int m, const struct ibcr_pty *p, const struct termios *t)
 	return rc;
 }
 
+/*
+ * The slave's unread input, typed in through the master: nothing echoed
+ * or edited, and all of it at the slave before the saved termios come
+ * back (the line discipline takes it from a kernel worker, later).
+ */
+static int type_in(int m, const struct termios *t, const uint8_t *in, size_t n)
+{
+	struct termios raw = *t;
+	int s, rc;
+
+	raw.c_lflag &= ~(tcflag_t)(ECHO | ECHONL | ISIG | ICANON | IEXTEN);
+	raw.c_iflag &= ~(tcflag_t)(ICRNL | INLCR | IGNCR | ISTRIP | IXON | IXOFF | BRKINT |
+				   PARMRK | IUCLC);
+	if ((s = ioctl(m, TIOCGPTPEER, O_RDONLY | O_NOCTTY | O_CLOEXEC)) < 0)
+		return -1;
+	rc = tcsetattr(m, TCSANOW, &raw) || write_full(m, in, n) ||
+	     fionread_wait(s, (int)n, 5000) ? -1 : 0;
+	close(s);
+	return rc;
+}
+
 static int master_setup(int m, const struct ibcr_fobj *o, const uint8_t *data,
-			uint32_t i, struct ibcr_err *e)
+			uint32_t input, uint32_t i, struct ibcr_err *e)
 {
 	const struct ibcr_pty *p = (const struct ibcr_pty *)data;
 	struct winsize w;
 	struct termios t;
 	int unlock = 0;
 
-	if (o->data_len < sizeof(*p) || o->data_len != sizeof(*p) + p->pending)
+	if (o->data_len < sizeof(*p) || o->data_len != sizeof(*p) + p->pending + input)
 		return ibcr_fail(e, "pty master (file object %u): its record is damaged", i);
 	termios_of(p, &t);
 	w = (struct winsize){ p->rows, p->cols, p->xpixel, p->ypixel };
@@ -67,6 +88,9 @@ static int master_setup(int m, const struct ibcr_fobj *o, const uint8_t *data,
 	if (p->pending && refill(m, p, &t))
 		return ibcr_fail_errno(e, errno, "pty master (file object %u): writing the %u "
 				       "bytes of output that waited in it", i, p->pending);
+	if (input && type_in(m, &t, data + sizeof(*p) + p->pending, input))
+		return ibcr_fail_errno(e, errno, "pty master (file object %u): typing in the %u "
+				       "bytes of input its slave's reader had not read", i, input);
 	if (tcsetattr(m, TCSANOW, &t))
 		return ibcr_fail_errno(e, errno, "pty master (file object %u): its terminal "
 				       "settings", i);
@@ -101,7 +125,8 @@ int ptmx_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 	if (m < 0)
 		return ibcr_fail_errno(e, errno, "pty master (file object %u): opening /dev/ptmx",
 				       i);
-	if (master_setup(m, o, f->data[i], i, e) || slave_owner(m, &f->attrs[i], i, e)) {
+	if (master_setup(m, o, f->data[i], f->attrs[i].pty_input, i, e) ||
+	    slave_owner(m, &f->attrs[i], i, e)) {
 		close(m);
 		return -1;
 	}

@@ -4,13 +4,27 @@
 # and restart, and after a live checkpoint, the session leader has its
 # controlling terminal again (a new pair's slave: /dev/tty opens it), the
 # group is its foreground, and the slave has its owner and mode (it came
-# back root's before). A session leader whose controlling terminal is
-# outside the image is refused, in one line, and runs on.
+# back root's before). Input typed into a pty that a non-canonical
+# reader has not read comes back as it was. A session leader whose
+# controlling terminal is outside the image is refused, in one line, and
+# runs on, and so is a canonical reader's unread input.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/gate.sh"
 
 gate_mode ttysess "" --tree
 gate_mode ttysess "" live --tree
+
+# input typed into a pty that its non-canonical reader has not read: the
+# same bytes, once, unprocessed (refused before); a canonical reader's
+# is refused, and the reader runs on
+gate_mode ptyinput "" --tree
+gate_mode ptyinput "" live --tree
+mkdir "$T/canon" && cd "$T/canon"
+start "$T/canon/out" "$PROGS/ptyinput" canon
+wait_line "$T/canon/out" '^ready '
+saver_refuses "$T/canon/img" "pid $PID fd [0-9]+: pty master: /dev/pts/[0-9]+ has [0-9]+ bytes of unread input for a canonical" --kill --tree "$PID"
+touch go
+wait "$PID" || fail "the refused canonical reader did not run on: $(tail -n 2 "$T/canon/out")"
 
 # below the image's root, a session leader whose controlling terminal is
 # a pty whose master a process outside the image holds
