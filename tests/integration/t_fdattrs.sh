@@ -7,7 +7,8 @@
 # whose targets were closed or renumbered since they were added (refused
 # before); pidfds of the process itself, of a child (which holds one of
 # its parent) and of a zombie child, by their restored pids (refused
-# before); one of a process outside the image is refused (t_bad_input). Saved
+# before); one of a process outside the image is refused (t_bad_input);
+# inotify watches on a directory and a file moved far since. Saved
 # with --kill and live. An I/O signal owner outside the image is refused,
 # in one line, and the process runs on.
 . "$(dirname "$0")/lib.sh"
@@ -19,6 +20,7 @@ for mode in opath owner lease epoll; do
 done
 gate_mode fdattrs pidfd --tree
 gate_mode fdattrs pidfd live --tree
+gate_mode fdattrs inotify-moved
 grep -qE "^ *fd 3 +o_path " "$T/fdattrs.opath/info" || fail "fd 3 is not saved as O_PATH: $(grep ' fd ' "$T/fdattrs.opath/info")"
 
 # F_SETOWN to the test shell, outside the image

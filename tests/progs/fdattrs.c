@@ -26,16 +26,23 @@
  *           names the restored process (fdinfo Pid), C's exit is seen
  *           through poll and waitid(P_PIDFD) on it, Z's status too
  *
+ *   inotify-moved  an inotify watching a directory and a file that were
+ *           both moved far away since (to ../far-PID/deep): after the restore
+ *           a file made in the directory and a write to the file are
+ *           reported on their watches
+ *
  *   fdattrs MODE
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/inotify.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -235,11 +242,52 @@ static void pidfds(void)
 	      si.si_status == 5, "the zombie's status through its pidfd");
 }
 
+static void inotify_moved(void)
+{
+	int in = inotify_init1(IN_NONBLOCK), wd1, wd2, f;
+	char b[4096], far[64], deep[80], y[96], h[96], made[112];
+	struct pollfd pf;
+	uint32_t seen = 0;
+
+	check(in >= 0 && mkdir("x", 0755) == 0 && close(open("g", O_CREAT | O_WRONLY, 0644)) == 0,
+	      "setup");
+	wd1 = inotify_add_watch(in, "x", IN_CREATE);
+	wd2 = inotify_add_watch(in, "g", IN_MODIFY);
+	check(wd1 == 1 && wd2 == 2, "watches %d %d", wd1, wd2);
+	snprintf(far, sizeof(far), "../far-%d", (int)getpid());
+	snprintf(deep, sizeof(deep), "%s/deep", far);
+	snprintf(y, sizeof(y), "%s/y", deep);
+	snprintf(h, sizeof(h), "%s/h", deep);
+	snprintf(made, sizeof(made), "%s/new", y);
+	check(mkdir(far, 0755) == 0 && mkdir(deep, 0755) == 0 && rename("x", y) == 0 &&
+	      rename("g", h) == 0, "moving");
+	gate_wait();
+	check(mkdir(made, 0755) == 0, "making a directory in the moved one");
+	check((f = open(h, O_WRONLY | O_APPEND)) >= 0 && write(f, "x", 1) == 1,
+	      "writing the moved file");
+	close(f);
+	pf = (struct pollfd){ in, POLLIN, 0 };
+	for (int tries = 0; tries < 100 && seen != 3; tries++) {
+		ssize_t k;
+
+		if (poll(&pf, 1, 100) <= 0 || (k = read(in, b, sizeof(b))) <= 0)
+			continue;
+		for (char *p = b; p < b + k;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			seen |= (ev->wd == 1 && (ev->mask & IN_CREATE)) ? 1 : 0;
+			seen |= (ev->wd == 2 && (ev->mask & IN_MODIFY)) ? 2 : 0;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	check(seen == 3, "events seen: %#x, want 3 (the moved watches)", seen);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct gate_mode modes[] = {
 		{ "opath", opath }, { "owner", owner }, { "lease", lease }, { "epoll", epoll_moved },
-		{ "pidfd", pidfds },
+		{ "pidfd", pidfds }, { "inotify-moved", inotify_moved },
 	};
 
 	return gate_main(argc, argv, modes, sizeof(modes) / sizeof(modes[0]));
