@@ -55,3 +55,31 @@ saver_refuses() {
 	grep -qE -- "$re" "$img.err" || fail "the refusal does not say /$re/: $(cat "$img.err")"
 	[ ! -e "$img" ] || fail "an image was left"
 }
+
+# gate_mode_nobody PROG MODE [SAVER-ARGS...]: the same as an unprivileged
+# user (nobody): checkpointed with --kill and restored by that user, no
+# chosen pid. The restored process must pass its checks.
+gate_mode_nobody() {
+	local prog=$1 mode=$2 d
+	shift 2
+	is_root || fail "gate_mode_nobody drops from root to nobody; run it as root"
+	d="$T/nobody.$prog.$mode"
+	mkdir -p "$d"
+	chmod 755 "$T"
+	cat >"$d/job.sh" <<EOS
+cd "$d"
+"$PROGS/clean-exec" "$PROGS/$prog" $mode </dev/null >out 2>&1 &
+pid=\$!
+while ! grep -q '^ready ' out 2>/dev/null; do sleep 0.05; done
+"$SAVER" --kill -o img $* \$pid 2>saver.err || exit 10
+wait \$pid
+touch go
+"$LOADER" img 2>loader.err || exit 11
+EOS
+	chown -R 65534:65534 "$d"
+	timeout 120 "$PROGS/runas" 65534 65534 bash "$d/job.sh" </dev/null 3>&- ||
+		fail "nobody: $prog $mode: checkpoint/restart failed (status $?: 10 saver, 11 loader or program): $(cat "$d"/*.err; tail -n 3 "$d/out")"
+	[ "$(grep -c '^DONE pid' "$d/out")" = 1 ] || fail "nobody: $prog $mode did not finish once: $(tail -n 3 "$d/out")"
+	[ "$(sed -n 's/^ready pid //p' "$d/out")" != "$(sed -n 's/^DONE pid //p' "$d/out")" ] ||
+		fail "nobody: $prog $mode: no restore happened (same pid)"
+}

@@ -37,6 +37,9 @@ gate_mode delfiles mapped live
 grep -qE " objfile-shared .*/m \\(deleted\\)" "$T/delfiles.mapped/info" ||
 	fail "the shared mapping is not of the file object: $(grep deleted "$T/delfiles.mapped/info")"
 gate_mode delfiles deldir
+for mode in holes linked exec deldir; do
+	gate_mode_nobody delfiles $mode
+done
 grep -qE "^ *fd 4 +deldir .*/delfiles.deldir/d$" "$T/delfiles.deldir/info" || fail "fd 4 is not a removed directory: $(grep ' fd ' "$T/delfiles.deldir/info")"
 grep -qE "^ *fd 3 +file .*/delfiles.linked/b$" "$T/delfiles.linked/info" || fail "fd 3 is not saved as the file b: $(grep ' fd ' "$T/delfiles.linked/info")"
 exit 0

@@ -21,6 +21,9 @@ done
 gate_mode fdattrs pidfd --tree
 gate_mode fdattrs pidfd live --tree
 gate_mode fdattrs inotify-moved
+for mode in opath owner lease epoll; do
+	gate_mode_nobody fdattrs $mode
+done
 grep -qE "^ *fd 3 +o_path " "$T/fdattrs.opath/info" || fail "fd 3 is not saved as O_PATH: $(grep ' fd ' "$T/fdattrs.opath/info")"
 
 # F_SETOWN to the test shell, outside the image

@@ -18,6 +18,9 @@ done
 for mode in fifo fifo-reader; do
 	RESTART_TIMEOUT=30 gate_mode pipes "$mode" live
 done
+for mode in full2 size fifo-rdwr fifo-writer; do
+	gate_mode_nobody pipes "$mode"
+done
 
 # A named pipe that a process outside the image holds too: after --kill
 # it would still hold the pipe, bytes and all, and the restore would
