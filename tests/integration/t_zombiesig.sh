@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Zombies come back with the very status wait(2) gave for them: exited
 # with a code, killed by SIGTERM and by SIGKILL, dead of SIGSEGV without
-# a core dump (tests/progs/zombies reaps each after the restore and
+# a core dump (tests/progs/zombiesig reaps each after the restore and
 # checks it bit for bit). A zombie that dumped core is refused at
 # checkpoint (its status cannot be made again without dumping core),
 # in one line, and the process runs on. Making a zombie that died by a
@@ -11,7 +11,7 @@
 . "$(dirname "$0")/gate.sh"
 
 mkdir "$T/z" && cd "$T/z"
-start "$T/z/out" "$PROGS/zombies"
+start "$T/z/out" "$PROGS/zombiesig"
 pid=$PID
 wait_line "$T/z/out" '^ready '
 kids=$(children_of "$pid")
@@ -33,7 +33,7 @@ grep -q "^DONE pid $RPID" "$T/z/out" || fail "the restored parent did not finish
 
 # a zombie that dumped core
 mkdir "$T/c" && cd "$T/c"
-start "$T/c/out" "$PROGS/zombies" core
+start "$T/c/out" "$PROGS/zombiesig" core
 pid=$PID
 wait_line "$T/c/out" '^ready '
 z=$(children_of "$pid")

@@ -9,8 +9,8 @@
  *   segv      died of SIGSEGV, with no core dump (RLIMIT_CORE 0)
  *   kill      killed by SIGKILL
  *
- *   zombies          the four above
- *   zombies core     one child that died of SIGABRT and dumped core (in
+ *   zombiesig        the four above
+ *   zombiesig core   one child that died of SIGABRT and dumped core (in
  *                    the working directory): a status that a restore
  *                    cannot make again, which the saver refuses
  */
