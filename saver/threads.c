@@ -103,7 +103,7 @@ static int capture_one(struct target *t, uint32_t i, struct ibcr_err *e)
 		return -1;
 	rec->fpregs_size = (uint32_t)len;
 	if (pt_getsigmask(tid, &rec->sigmask, e) || read_comm(t->pid, tid, rec->comm, e) ||
-	    capture_rseq(tid, rec, e) || arch_capture_thread(tid, rec, e))
+	    capture_rseq(tid, rec, e) || rseq_fixup(t, i, e) || arch_capture_thread(tid, rec, e))
 		return -1;
 	if (syscall(SYS_get_robust_list, tid, &rec->robust_list, &rec->robust_len))
 		return ibcr_fail_errno(e, errno, "thread %d: reading robust list", tid);

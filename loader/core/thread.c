@@ -41,6 +41,7 @@ static void setup_self(struct plan *p, struct plan_thread *t)
 	long rc;
 
 	t->new_tid = (int32_t)sys_gettid();
+	core_thread_attrs(p, t);
 	SYS(__NR_set_tid_address, t->ctid, 0, 0, 0, 0, 0);
 	if (t->ctid && t->ctid_mode == IBCR_CTID_CACHE)
 		*(int32_t *)t->ctid = t->new_tid;
@@ -70,6 +71,7 @@ static void setup_self(struct plan *p, struct plan_thread *t)
 	}
 	if (p->flags & PLAN_SET_CREDS)
 		set_creds(p);
+	core_thread_attrs_late(p, t);	/* a change of credentials clears it */
 	rc = arch_set_tls(t->tls);
 	if (rc)
 		core_die(p, "thread %d: setting TLS: error %ld", t->tid, -rc);
@@ -115,6 +117,7 @@ static void handover(struct plan *p)
 
 	futex_wait_ne(&p->ready, (int32_t)p->nthreads);
 	queue_signals(p);
+	core_late_limits(p);
 	/* Credentials changes made the mm non-dumpable; it was dumpable. */
 	if (p->flags & PLAN_SET_CREDS)
 		sys_prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
@@ -172,7 +175,10 @@ static long clone_thread(struct plan *p, uint32_t i, int exact)
 void core_start_threads(struct plan *p)
 {
 	for (uint32_t i = 1; i < p->nthreads; i++) {
-		long rc = clone_thread(p, i, p->flags & PLAN_EXACT_TIDS);
+		long rc;
+
+		core_slack_for_clone(p, i);
+		rc = clone_thread(p, i, p->flags & PLAN_EXACT_TIDS);
 
 		/* Someone took that TID meanwhile: a new one beats no thread. */
 		if (rc == -17 /* EEXIST */) {
