@@ -78,27 +78,32 @@ static void setup_self(struct plan *p, struct plan_thread *t)
 }
 
 /*
- * Signals with si_code >= 0 (kill, timers...) may only be queued by a
- * thread to its own thread group leader's id; the main thread qualifies
- * for both the per-thread and the process-wide queues.
+ * Signals with si_code >= 0 (kill, the kernel's) or SI_TKILL (tgkill)
+ * may be queued only by the thread they are queued to, naming itself:
+ * each thread queues its own, the main thread (whose TID is the process
+ * id) the process-wide ones. Queued in the order saved, which is the
+ * kernel's order of delivery within each signal number; all signals are
+ * blocked until each thread's own mask comes back with rt_sigreturn.
  */
-static void queue_signals(struct plan *p)
+static void queue_own(struct plan *p, const struct plan_thread *t)
 {
 	long pid = sys_getpid();
 
-	for (uint32_t i = 0; i < p->nthreads; i++) {
-		struct plan_thread *t = &p->threads[i];
+	for (uint32_t k = 0; k < t->nsiginfo; k++) {
+		const uint8_t *si = t->siginfo + k * IBCR_SIGINFO_SIZE;
+		long rc = SYS(__NR_rt_tgsigqueueinfo, pid, t->new_tid,
+			      *(const int32_t *)si, si, 0, 0);
 
-		for (uint32_t k = 0; k < t->nsiginfo; k++) {
-			const uint8_t *si = t->siginfo + k * IBCR_SIGINFO_SIZE;
-			long rc = SYS(__NR_rt_tgsigqueueinfo, pid, t->new_tid,
-				      *(const int32_t *)si, si, 0, 0);
-
-			if (rc)
-				core_die(p, "thread %d: queueing pending signal %d: error %ld",
-					 t->tid, *(const int32_t *)si, -rc);
-		}
+		if (rc)
+			core_die(p, "thread %d: queueing pending signal %d: error %ld",
+				 t->tid, *(const int32_t *)si, -rc);
 	}
+}
+
+static void queue_shared(struct plan *p)
+{
+	long pid = sys_getpid();
+
 	for (uint32_t k = 0; k < p->nsiginfo_shared; k++) {
 		const uint8_t *si = p->siginfo_shared + k * IBCR_SIGINFO_SIZE;
 		long rc = SYS(__NR_rt_sigqueueinfo, pid, *(const int32_t *)si, si,
@@ -116,7 +121,7 @@ static void handover(struct plan *p)
 	char c = 0;
 
 	futex_wait_ne(&p->ready, (int32_t)p->nthreads);
-	queue_signals(p);
+	queue_shared(p);
 	core_late_limits(p);
 	/* Credentials changes made the mm non-dumpable; it was dumpable. */
 	if (p->flags & PLAN_SET_CREDS)
@@ -141,6 +146,7 @@ static __attribute__((noreturn)) void finish(struct plan *p, long idx)
 	struct plan_thread *t = &p->threads[idx];
 
 	setup_self(p, t);
+	queue_own(p, t);
 	__atomic_add_fetch(&p->ready, 1, __ATOMIC_ACQ_REL);
 	sys_futex(&p->ready, FUTEX_WAKE, 1);
 	if (idx == 0)
