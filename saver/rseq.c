@@ -86,14 +86,14 @@ int rseq_fixup(struct target *t, uint32_t i, struct ibcr_err *e)
 	if (why)
 		return ibcr_fail(e, "pid %d thread %d: its rseq critical section at %#llx is "
 				 "invalid (%s): the kernel kills it with SIGSEGV when it "
-				 "resumes", (int)t->pid, (int)ts->rec.tid,
+				 "resumes", (int)t->pid, (int)t->tids[i],
 				 (unsigned long long)ptr, why);
 	/* outside the section the kernel only clears the pointer */
 	if (arch_pc(r) - d.start_ip < d.post_commit_offset) {
 		/* a system call to restart there is not restarted: the abort wins */
 		arch_set_pc(r, d.abort_ip);
 		ts->rec.syscall_nr = -1;
-		if (pt_setregs(ts->rec.tid, r, e))
+		if (pt_setregs(t->tids[i], r, e))
 			return -1;
 	}
 	return write_target(t, base + RSEQ_CS_OFF, &zero, sizeof(zero), e);

@@ -36,6 +36,9 @@ diff "$T/pending.before" "$T/pending.live" >"$T/pending.diff" ||
 rpid=$pid
 for cycle in 1 2; do
 	checkpoint_kill "$rpid" "$T/img$cycle.ckpt"
+	# the previous restart-loader exits once its killed child is reaped:
+	# only then is the pid free again
+	[ "$cycle" = 1 ] || wait "$LPID" 2>/dev/null || true
 	grep -qE "^    tid [0-9]+ .* 4 pending" "$T/info.out" ||
 		fail "cycle $cycle: the image does not hold the worker's 4 pending signals: $(grep tid "$T/info.out")"
 	before=$(last_tick "$T/prog.out")
