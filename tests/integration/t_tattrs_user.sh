@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The per-thread attributes of t_tattrs, as an ordinary user: a program
+# run as nobody raises its threads' nice values, puts one in SCHED_BATCH
+# and one in SCHED_IDLE, pins them to CPUs and sets their timer slack and
+# parent-death signals; nobody checkpoints it and restores it, twice.
+# A restorer at nice 10 may not lower a thread back to nice 3 (that needs
+# CAP_SYS_NICE or RLIMIT_NICE): refused before anything is made, naming
+# the thread; the next restore works.
+. "$(dirname "$0")/lib.sh"
+is_root || fail "this test drops from root to nobody; run it as root"
+[ "$(nproc)" -ge 2 ] || fail "this test needs two CPUs, this machine has $(nproc)"
+chmod 777 "$T"
+: >"$T/prog.out"
+chmod 666 "$T/prog.out"
+as_nobody() { "$PROGS/runas" 65534 65534 "$@"; }
+
+start "$T/prog.out" "$PROGS/runas" 65534 65534 "$PROGS/tattrs" user
+pid=$PID
+wait_line "$T/prog.out" '^tick 2 '
+grep -q 'mode user' "$T/prog.out" || fail "program did not start in user mode"
+
+rpid=$pid
+for cycle in 1 2; do
+	as_nobody "$SAVER" --kill -o "$T/img$cycle.ckpt" "$rpid" 2>"$T/saver.err" ||
+		fail "cycle $cycle: saver as nobody failed: $(cat "$T/saver.err")"
+	[ "$cycle" != 1 ] || wait "$pid" 2>/dev/null || true
+	[ "$cycle" = 1 ] || wait "$LPID" 2>/dev/null || true	# the pid is free once reaped
+	before=$(last_tick "$T/prog.out")
+	if [ "$cycle" = 1 ]; then
+		set +e
+		as_nobody nice -n 10 "$LOADER" "$T/img1.ckpt" >"$T/refused.out" 2>&1
+		rc=$?
+		set -e
+		[ "$rc" = 1 ] || fail "restore at nice 10: exit status $rc, not 1: $(cat "$T/refused.out")"
+		grep -qE "pid [0-9]+ thread [0-9]+: its scheduling class \(policy 0, priority 0, nice 3\) needs CAP_SYS_NICE: a nice value below ours, beyond its RLIMIT_NICE" "$T/refused.out" ||
+			fail "the refusal does not name the thread and its nice value: $(cat "$T/refused.out")"
+		[ "$(last_tick "$T/prog.out")" = "$before" ] || fail "the refused restore ran the program"
+	fi
+	LOADER=$PROGS/runas LOADER_ARGS="65534 65534 $B/restart-loader" restart "$T/img$cycle.ckpt"
+	wait_line "$T/prog.out" "^tick $((before + 3)) "
+	grep -q FAIL "$T/prog.out" && fail "cycle $cycle: $(grep FAIL "$T/prog.out")"
+	rpid=$RPID
+done
+grep -q "restoring with a new pid" "$T/loader.out" || fail "the loader did not say the pid changed"
+kill "$RPID"
+wait "$LPID" 2>/dev/null || true
+grep -q FAIL "$T/prog.out" && fail "$(grep FAIL "$T/prog.out")"
+assert_ticks_continuous "$T/prog.out"
+exit 0
