@@ -164,7 +164,7 @@ struct ibcr_proc {
 					/* the global expedited registration is unknown */
 
 /* membarrier registrations, as the commands that make them (MEMBARRIER_CMD_*) */
-#define IBCR_MEMBARRIER_GLOBAL_EXPEDITED 0x2
+#define IBCR_MEMBARRIER_GLOBAL_EXPEDITED 0x4
 #define IBCR_MEMBARRIER_PRIVATE_EXPEDITED 0x10
 #define IBCR_MEMBARRIER_SYNC_CORE 0x40
 #define IBCR_MEMBARRIER_RSEQ 0x100
