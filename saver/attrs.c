@@ -285,3 +285,50 @@ void attrs_stop_state(struct target *t)
 		t->ps.pattrs.stop_sig = (uint32_t)(t->stop_sig ? t->stop_sig : SIGSTOP);
 	}
 }
+
+/* Whether pid is in /proc/PARENT/task/PARENT/children: forked by its main thread. */
+static int main_thread_child(pid_t parent, pid_t pid, struct ibcr_err *e)
+{
+	char path[80], *s, *tok, *save = NULL;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)parent, (int)parent);
+	if (proc_read(path, &s, NULL, e))
+		return -1;
+	for (tok = strtok_r(s, " \n", &save); tok && !found; tok = strtok_r(NULL, " \n", &save))
+		found = atoi(tok) == pid;
+	free(s);
+	return found;
+}
+
+/*
+ * A child in the image comes back forked by its parent's main thread
+ * (loader/tree.c). The kernel sends a parent-death signal when the
+ * thread that forked the child exits, so a child with one, forked by
+ * another thread of its parent, would get it at another moment: refused.
+ */
+int attrs_check_tree(const struct target *t, uint32_t n, struct ibcr_err *e)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const struct target *c = &t[i];
+		uint32_t k, sig = 0;
+		int main_child;
+
+		for (k = 0; !c->zombie && k < c->nthreads; k++)
+			sig = sig ? sig : c->ps.tattrs[k].pdeath_sig;
+		for (k = 0; k < n && t[k].pid != c->ps.rec.ppid; k++)
+			;
+		if (!sig || k == n)
+			continue;
+		main_child = main_thread_child(t[k].pid, c->pid, e);
+		if (main_child < 0)
+			return -1;
+		if (!main_child)
+			return ibcr_fail(e, "pid %d: has a parent-death signal (%u) and was forked "
+					 "by a thread of pid %d other than its main thread: it "
+					 "would come back forked by the main thread, and get the "
+					 "signal when that one exits", (int)c->pid, sig,
+					 (int)t[k].pid);
+	}
+	return 0;
+}

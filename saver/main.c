@@ -362,6 +362,8 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < n && !rc; i++)
 		rc = t[i].zombie ? 0 : capture(&t[i], &objs, &e);
 	if (!rc)
+		rc = attrs_check_tree(t, n, &e);
+	if (!rc)
 		shm_join_named(t, n);
 	if (!rc)
 		rc = files_finish(t, n, &objs, &e);

@@ -54,6 +54,8 @@ int inject_call(struct target *t, uint32_t thread, long nr, uint64_t a0, uint64_
 int capture_attrs(struct target *t, uint64_t scratch, struct ibcr_err *e);
 /* Once captured: the stop state and the stop signals still queued. */
 void attrs_stop_state(struct target *t);
+/* Once all are captured: what the process tree cannot give back. */
+int attrs_check_tree(const struct target *t, uint32_t n, struct ibcr_err *e);
 
 /* rseq.c: a thread stopped inside an rseq critical section goes to its abort */
 int rseq_fixup(struct target *t, uint32_t i, struct ibcr_err *e);
