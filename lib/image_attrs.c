@@ -11,8 +11,10 @@
 #include "buf.h"
 #include "image_io.h"
 
+_Static_assert(sizeof(struct ibcr_pattrs) == 64, "docs/image-format.md says 64 bytes");
+_Static_assert(sizeof(struct ibcr_tattrs) == 240, "docs/image-format.md says 240 bytes");
+
 #define SCHED_POLICY_MAX 7	/* SCHED_EXT */
-#define SCHED_POLICY_DEADLINE 6
 
 void enc_pattrs(struct buf *b, const struct ibcr_process_state *ps)
 {

@@ -181,6 +181,18 @@ restart() {
 	STARTED+=("$RPID")
 }
 
+# restart_refused IMAGE MESSAGE [COMMAND...]: restart-loader, run through
+# COMMAND... when given (runas, nice...), must refuse IMAGE: exit status
+# 1 and MESSAGE (a fixed string) in what it says ($T/refused.out).
+restart_refused() {
+	local img=$1 msg=$2 rc=0
+	shift 2
+	"$@" "$LOADER" "$img" >"$T/refused.out" 2>&1 || rc=$?
+	[ "$rc" = 1 ] || fail "restart-loader $img: exit status $rc, not 1 (a refusal): $(cat "$T/refused.out")"
+	grep -qF -- "$msg" "$T/refused.out" ||
+		fail "restart-loader $img: the refusal does not say '$msg': $(cat "$T/refused.out")"
+}
+
 # ticks FILE: the numbers of the "tick N" lines, one per line.
 ticks() { sed -n 's/^tick \([0-9]*\).*/\1/p' "$1"; }
 

@@ -36,13 +36,7 @@ grep -q "cgroup $REL " "$T/info.out" || fail "the image does not name the cgroup
 # gone: refused, nothing made
 rmdir "$CG"
 before=$(last_tick "$T/prog.out")
-set +e
-"$LOADER" "$T/img.ckpt" >"$T/refused.out" 2>&1
-rc=$?
-set -e
-[ "$rc" = 1 ] || fail "restore into a missing cgroup: exit status $rc, not 1: $(cat "$T/refused.out")"
-grep -q "pid $pid: its cgroup $REL does not exist here ($CG)" "$T/refused.out" ||
-	fail "the refusal does not name the cgroup: $(cat "$T/refused.out")"
+restart_refused "$T/img.ckpt" "pid $pid: its cgroup $REL does not exist here ($CG)"
 [ "$(last_tick "$T/prog.out")" = "$before" ] || fail "the refused restore ran the program"
 
 mkdir "$CG"

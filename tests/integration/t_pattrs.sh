@@ -30,13 +30,8 @@ else
 	[ "$own" -gt -500 ] || fail "this test needs a restorer whose oom_score_adj is above -500, not $own"
 	cp "$T/img.ckpt" "$T/low.ckpt"
 	"$PROGS/imgtool" set-oom "$T/low.ckpt" -500
-	set +e
-	"$LOADER" "$T/low.ckpt" >"$T/refused.out" 2>&1
-	rc=$?
-	set -e
-	[ "$rc" = 1 ] || fail "restore of an oom_score_adj it may not set: exit status $rc: $(cat "$T/refused.out")"
-	grep -q "pid $pid: oom_score_adj -500 is below ours ($own), and lowering it needs CAP_SYS_RESOURCE" "$T/refused.out" ||
-		fail "refusal does not name oom_score_adj: $(cat "$T/refused.out")"
+	restart_refused "$T/low.ckpt" \
+		"pid $pid: oom_score_adj -500 is below ours ($own), and lowering it needs CAP_SYS_RESOURCE"
 	[ "$(last_tick "$T/prog.out")" = "$before" ] || fail "the refused restore ran the program"
 fi
 

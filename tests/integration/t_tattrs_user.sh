@@ -27,13 +27,9 @@ for cycle in 1 2; do
 	[ "$cycle" = 1 ] || wait "$LPID" 2>/dev/null || true	# the pid is free once reaped
 	before=$(last_tick "$T/prog.out")
 	if [ "$cycle" = 1 ]; then
-		set +e
-		as_nobody nice -n 10 "$LOADER" "$T/img1.ckpt" >"$T/refused.out" 2>&1
-		rc=$?
-		set -e
-		[ "$rc" = 1 ] || fail "restore at nice 10: exit status $rc, not 1: $(cat "$T/refused.out")"
-		grep -qE "pid [0-9]+ thread [0-9]+: its scheduling class \(policy 0, priority 0, nice 3\) needs CAP_SYS_NICE: a nice value below ours, beyond its RLIMIT_NICE" "$T/refused.out" ||
-			fail "the refusal does not name the thread and its nice value: $(cat "$T/refused.out")"
+		restart_refused "$T/img1.ckpt" \
+			"pid $pid thread $pid: its scheduling class (policy 0, priority 0, nice 3) needs CAP_SYS_NICE: a nice value below ours, beyond its RLIMIT_NICE" \
+			as_nobody nice -n 10
 		[ "$(last_tick "$T/prog.out")" = "$before" ] || fail "the refused restore ran the program"
 	fi
 	LOADER=$PROGS/runas LOADER_ARGS="65534 65534 $B/restart-loader" restart "$T/img$cycle.ckpt"
