@@ -22,16 +22,7 @@
 
 #include "loader.h"
 #include "procfs.h"
-
-/* struct sched_attr (linux/sched/types.h clashes with musl's sched.h) */
-struct sched_attr {
-	uint32_t size, sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime, sched_deadline, sched_period;
-	uint32_t sched_util_min, sched_util_max;
-};
+#include "sched_attr.h"
 
 #define CAP_SYS_NICE 23
 #define CAP_SYS_RESOURCE 24
@@ -187,7 +178,7 @@ static uint64_t early_soft(const struct ibcr_process_state *ps, int r)
  * fork gives it) and with the limits it has then.
  */
 static const char *sched_needs_cap(const struct ibcr_process_state *ps,
-				   const struct ibcr_tattrs *a, const struct sched_attr *own)
+				   const struct ibcr_tattrs *a, const struct ibcr_sched_attr *own)
 {
 	uint64_t rtprio = early_soft(ps, RLIMIT_RTPRIO), nice = early_soft(ps, RLIMIT_NICE);
 	uint32_t p = a->sched_policy;
@@ -209,7 +200,7 @@ static const char *sched_needs_cap(const struct ibcr_process_state *ps,
 
 static int check_sched(const struct ibcr_process_state *ps, struct ibcr_err *e)
 {
-	struct sched_attr own = { .size = sizeof(own) };
+	struct ibcr_sched_attr own = { .size = sizeof(own) };
 
 	if (attrs_have_cap(CAP_SYS_NICE))
 		return 0;

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <linux/prctl.h>
 #include <linux/sched.h>
-#include <linux/sched/types.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +19,7 @@
 
 #include "buf.h"
 #include "saver.h"
+#include "sched_attr.h"
 
 #define MEMBARRIER_GET_REGISTRATIONS (1 << 9)	/* Linux 6.3 */
 #define MEMBARRIER_REGISTER_SHIFT 1	/* a command's REGISTER_ is its bit << 1 */
@@ -142,7 +142,7 @@ static int read_process(struct target *t, uint64_t scratch, struct ibcr_err *e)
 /* Scheduling and affinity, which the kernel shows to anyone. */
 static int read_sched(pid_t tid, struct ibcr_tattrs *a, struct ibcr_err *e)
 {
-	struct sched_attr sa = { .size = sizeof(sa) };
+	struct ibcr_sched_attr sa = { .size = sizeof(sa) };
 	long n;
 
 	if (syscall(SYS_sched_getattr, tid, &sa, sizeof(sa), 0))
@@ -159,7 +159,7 @@ static int read_sched(pid_t tid, struct ibcr_tattrs *a, struct ibcr_err *e)
 	a->sched_runtime = sa.sched_runtime;
 	a->sched_deadline = sa.sched_deadline;
 	a->sched_period = sa.sched_period;
-	if (sa.size >= SCHED_ATTR_SIZE_VER1) {
+	if (sa.size >= IBCR_SCHED_ATTR_VER1) {
 		a->util_min = sa.sched_util_min;
 		a->util_max = sa.sched_util_max;
 		a->flags |= IBCR_TATTRF_UCLAMP;

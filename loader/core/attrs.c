@@ -11,9 +11,9 @@
  */
 #include <linux/prctl.h>
 #include <linux/sched.h>
-#include <linux/sched/types.h>
 
 #include "core.h"
+#include "sched_attr.h"
 #include "sys.h"
 
 static void set_affinity(struct plan *p, const struct plan_thread *t)
@@ -32,7 +32,7 @@ static void set_affinity(struct plan *p, const struct plan_thread *t)
 			 "CPUs it may use are not all available to it)", t->tid);
 }
 
-static void get_sched(struct plan *p, const struct plan_thread *t, struct sched_attr *sa)
+static void get_sched(struct plan *p, const struct plan_thread *t, struct ibcr_sched_attr *sa)
 {
 	long rc;
 
@@ -54,7 +54,7 @@ static void get_sched(struct plan *p, const struct plan_thread *t, struct sched_
 static void set_sched(struct plan *p, const struct plan_thread *t)
 {
 	const struct ibcr_tattrs *a = &t->attrs;
-	struct sched_attr cur, sa = {
+	struct ibcr_sched_attr cur, sa = {
 		.size = sizeof(sa), .sched_policy = a->sched_policy,
 		.sched_flags = a->sched_flags & (SCHED_FLAG_RESET_ON_FORK | SCHED_FLAG_RECLAIM |
 						 SCHED_FLAG_DL_OVERRUN),
