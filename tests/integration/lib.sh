@@ -193,6 +193,28 @@ restart_refused() {
 		fail "restart-loader $img: the refusal does not say '$msg': $(cat "$T/refused.out")"
 }
 
+# As an ordinary user (root runs the test): as_nobody CMD... runs CMD as
+# nobody; for_nobody makes $T and $T/prog.out nobody's to write;
+# checkpoint_as_nobody PID IMAGE [SAVER-ARGS...] and restart_as_nobody
+# IMAGE are checkpoint (without --verify's second look) and restart with
+# saver and restart-loader run as nobody.
+as_nobody() { "$PROGS/runas" 65534 65534 "$@"; }
+for_nobody() {
+	chmod 777 "$T"
+	: >"$T/prog.out"
+	chmod 666 "$T/prog.out"
+}
+checkpoint_as_nobody() {
+	local pid=$1 img=$2
+	shift 2
+	as_nobody "$SAVER" "$@" -o "$img" "$pid" 2>"$T/saver.err" ||
+		fail "saver as nobody $* -o $img $pid failed: $(cat "$T/saver.err")"
+	[ -s "$img" ] || fail "saver left no image $img"
+}
+restart_as_nobody() {
+	LOADER=$PROGS/runas LOADER_ARGS="65534 65534 $B/restart-loader" restart "$1"
+}
+
 # ticks FILE: the numbers of the "tick N" lines, one per line.
 ticks() { sed -n 's/^tick \([0-9]*\).*/\1/p' "$1"; }
 

@@ -9,10 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 is_root || fail "this test drops from root to nobody; run it as root"
 [ "$(nproc)" -ge 2 ] || fail "this test needs two CPUs, this machine has $(nproc)"
-chmod 777 "$T"
-: >"$T/prog.out"
-chmod 666 "$T/prog.out"
-as_nobody() { "$PROGS/runas" 65534 65534 "$@"; }
+for_nobody
 
 start "$T/prog.out" "$PROGS/runas" 65534 65534 "$PROGS/tattrs" user
 pid=$PID
@@ -21,8 +18,7 @@ grep -q 'mode user' "$T/prog.out" || fail "program did not start in user mode"
 
 rpid=$pid
 for cycle in 1 2; do
-	as_nobody "$SAVER" --kill -o "$T/img$cycle.ckpt" "$rpid" 2>"$T/saver.err" ||
-		fail "cycle $cycle: saver as nobody failed: $(cat "$T/saver.err")"
+	checkpoint_as_nobody "$rpid" "$T/img$cycle.ckpt" --kill
 	[ "$cycle" != 1 ] || wait "$pid" 2>/dev/null || true
 	[ "$cycle" = 1 ] || wait "$LPID" 2>/dev/null || true	# the pid is free once reaped
 	before=$(last_tick "$T/prog.out")
@@ -32,7 +28,7 @@ for cycle in 1 2; do
 			as_nobody nice -n 10
 		[ "$(last_tick "$T/prog.out")" = "$before" ] || fail "the refused restore ran the program"
 	fi
-	LOADER=$PROGS/runas LOADER_ARGS="65534 65534 $B/restart-loader" restart "$T/img$cycle.ckpt"
+	restart_as_nobody "$T/img$cycle.ckpt"
 	wait_line "$T/prog.out" "^tick $((before + 3)) "
 	grep -q FAIL "$T/prog.out" && fail "cycle $cycle: $(grep FAIL "$T/prog.out")"
 	rpid=$RPID

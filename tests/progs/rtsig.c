@@ -43,13 +43,14 @@ struct got {
 static struct got log_main[16], log_worker[16];
 static atomic_int n_main, n_worker, go, worker_go, worker_done;
 static pid_t worker_tid;
+static __thread int is_worker;	/* not the TID: a restore may give new ones */
 
 static void on_sig(int sig, siginfo_t *si, void *uc)
 {
 	struct got g = { sig, si->si_value.sival_int, si->si_code, si->si_pid, (int)si->si_uid };
 
 	(void)uc;
-	if (syscall(SYS_gettid) == worker_tid) {
+	if (is_worker) {
 		int k = atomic_fetch_add(&n_worker, 1);
 
 		if (k < 16)
@@ -151,6 +152,7 @@ static void *worker(void *arg)
 	sigset_t s = tested();
 
 	(void)arg;
+	is_worker = 1;
 	worker_tid = (pid_t)syscall(SYS_gettid);
 	while (!worker_go) {
 		if (sent)
