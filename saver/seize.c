@@ -160,7 +160,10 @@ int target_seize(struct target *t, struct ibcr_err *e)
 		if (added < 0)
 			return -1;
 	} while (added);
-	t->stop_sig = pt_group_stop_signal();	/* in a group stop: its signal */
+	/* in a group stop (also one a stop signal on its way in began): its signal */
+	t->stop_sig = pt_group_stop_signal();
+	if (t->stop_sig)
+		t->stopped = 1;
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)t->pid);
 	t->memfd = open(path, O_RDWR | O_CLOEXEC);
 	if (t->memfd < 0)
