@@ -20,10 +20,13 @@ checkpoint_kill "$pid" "$T/img.ckpt"
 before=$(last_tick "$T/prog.out")
 
 # A restorer with a lower hard limit than the image's (300 open files)
-# cannot raise it without CAP_SYS_RESOURCE: refused before anything is made.
+# cannot raise it without CAP_SYS_RESOURCE: refused before anything is
+# made. Restored by nobody, who never has that capability (root on
+# another machine may).
+chmod 644 "$T/img.ckpt"
 restart_refused "$T/img.ckpt" \
 	"pid $pid: resource limit RLIMIT_NOFILE: its hard limit 300 is above ours (250), and raising it needs CAP_SYS_RESOURCE" \
-	bash -c 'ulimit -n 250 && exec "$@"' ulimit
+	as_nobody bash -c 'ulimit -n 250 && exec "$@"' ulimit
 [ "$(last_tick "$T/prog.out")" = "$before" ] || fail "the refused restore ran the program"
 
 restart "$T/img.ckpt"
