@@ -14,6 +14,7 @@ start "$T/prog.out" "$PROGS/pdeath" main
 pid=$PID
 wait_line "$T/prog.out" '^child tick 2 '
 child=$(child_of "$T/prog.out")
+STARTED+=("$child")	# it outlives its parent when the test fails
 checkpoint "$pid" "$T/img.ckpt" --tree --kill
 wait "$pid" 2>/dev/null || true
 for ((i = 0; i < 200; i++)); do [ -e "/proc/$child" ] || break; sleep 0.05; done
@@ -32,6 +33,7 @@ start "$T/thread.out" "$PROGS/pdeath" thread
 tpid=$PID
 wait_line "$T/thread.out" '^child tick 2 '
 tchild=$(child_of "$T/thread.out")
+STARTED+=("$tchild")
 "$SAVER" --tree --kill -o "$T/thread.ckpt" "$tpid" 2>"$T/saver.err" &&
 	fail "saver took a child forked by a second thread, with a parent-death signal"
 grep -q "pid $tchild: has a parent-death signal (10) and was forked by a thread of pid $tpid other than its main thread" "$T/saver.err" ||
