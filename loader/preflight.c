@@ -151,7 +151,7 @@ int preflight(struct restore *rs, struct ibcr_err *e)
 		return ibcr_fail(e, "working directory %s does not exist", ps->cwd);
 	if (ibcr_check_fds(ps, rs->files, e) || external_preflight(rs, e) ||
 	    check_mapped_files(ps, e) || check_specials(ps, e) ||
-	    verbs_preflight(ps, e))
+	    verbs_preflight(ps, e) || attrs_preflight(rs, e))
 		return -1;
 	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {
 		char why[256];
