@@ -32,6 +32,8 @@ struct target {
 	size_t npre;
 	int vmflags_guessed;	/* vmas' flags from pre, to be verified */
 	uint32_t vmflags_fixed;	/* regions whose guessed flags were wrong */
+	uint32_t tty_nr;	/* its controlling terminal (stat), 0: none */
+	int32_t tpgid;		/* that terminal's foreground group, or -1 */
 	struct ibcr_process_state ps;
 };
 
@@ -69,6 +71,13 @@ int capture_procinfo(struct target *t, struct ibcr_err *e);
 /* limits.c: soft and hard resource limits, from /proc/PID/limits */
 int read_limits(pid_t pid, uint64_t rlim[IBCR_RLIM_NLIMITS][2], struct ibcr_err *e);
 
+/* external.c: saver --external-fd [PID:]FD:ACTION (pid 0: every process) */
+struct ext_rule {
+	pid_t pid;
+	int fd;
+	uint32_t action;	/* enum ibcr_ext_action */
+};
+
 /* files.c: the image's open file descriptions, being collected */
 struct fobjs {
 	struct ibcr_files f;
@@ -76,9 +85,19 @@ struct fobjs {
 	int *rep_fd;
 	uint32_t cap;
 	int tcp_close;		/* --tcp-close: give up established TCP */
+	struct ext_rule *ext;	/* --external-fd */
+	uint32_t next;
+	struct fdata *fdata;	/* per object: bytes of a deleted file or memfd */
+	uint64_t held_bytes;	/* of them, read in the freeze */
+	int keep_stopped;	/* some are read while writing: no snapshot */
 };
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e);
+/* A new object of pid's fd (or -1: of no descriptor), path link; its index. */
+uint32_t fobjs_add(struct fobjs *o, pid_t pid, int fd, const char *link);
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e);
+/* filedata.c: FILEDATA (the files' bytes), then the objects' FILEATTRS */
+int filedata_write(struct img_writer *w, struct fobjs *o, struct ibcr_err *e);
+void filedata_free(struct fobjs *o);
 
 /* memory.c */
 int capture_memory_map(struct target *t, struct ibcr_err *e);
