@@ -27,6 +27,10 @@ int anon_capture(pid_t pid, int fd, struct ibcr_fobj *o, struct ibcr_err *e);
 /* epoll interest lists, once every object of every process is known */
 int epoll_finish(struct fobjs *o, struct ibcr_err *e);
 
+/* fdeventfd.c: EFD_SEMAPHORE where fdinfo does not show it (before 6.4) */
+int eventfd_semaphore_probe(pid_t pid, int fd, uint64_t count, uint64_t *sem,
+			    struct ibcr_err *e);
+
 /* fdinotify.c */
 int inotify_capture(pid_t pid, int fd, struct ibcr_fobj *o, uint8_t **data,
 		    struct ibcr_err *e);

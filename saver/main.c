@@ -283,7 +283,8 @@ int main(int argc, char **argv)
 	struct fobjs objs = { 0 };
 	struct ibcr_sysv sysv = { 0 };
 	struct ibcr_sysvipc ipc = { 0 };
-	uint32_t n;
+	struct target *pre = NULL;	/* --tree: the shims quiesced before the stop */
+	uint32_t n, npre = 0;
 
 	while ((c = getopt_long(argc, argv, "o:ksth", opts, NULL)) != -1) {
 		switch (c) {
@@ -328,10 +329,13 @@ int main(int argc, char **argv)
 		}
 	}
 	for (uint32_t i = 0; i < n && !rc; i++)
-		rc = target_check(t[i].pid, &e) || verbs_find(&t[i], &e) ? -1 : 0;
+		rc = target_check(t[i].pid, &e) || (!tree && verbs_find(&t[i], &e)) ? -1 : 0;
+	/* with --tree: the shim processes below, found while they run */
+	if (!rc && tree)
+		rc = verbs_tree_find(t, n, &pre, &npre, &e);
 	/* Verbs users quiesce themselves first, while they still run. */
 	if (!rc)
-		rc = verbs_quiesce(t, n, &e);
+		rc = tree ? verbs_quiesce(pre, npre, &e) : verbs_quiesce(t, n, &e);
 	/* smaps walks every page: read it now, while they still run */
 	for (uint32_t i = 0; i < n && !rc && !tree && how == RELEASE_RUN && snapshots; i++)
 		vmflags_preread(&t[i]);
@@ -342,6 +346,8 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < n && !rc && !tree; i++)
 		rc = target_seize(&t[i], &e);
 	s.seized = now_ms();
+	if (!rc)
+		rc = verbs_after_seize(t, n, pre, npre, &e);
 	/* in the image's copy of the wake pipe: the restored helper wakes */
 	for (uint32_t i = 0; i < n && !rc; i++)
 		verbs_wake(&t[i]);
@@ -381,6 +387,7 @@ int main(int argc, char **argv)
 		s.released = now_ms();
 		release_all(t, n, how);
 	}
+	verbs_release(pre, npre);	/* quiesced but never adopted (a failure) */
 	if (stats && !rc)
 		print_stats(&s, t, n, out);
 	return rc ? 1 : 0;

@@ -26,7 +26,7 @@ struct target {
 	int memfd;		/* /proc/PID/mem (of mem_pid when set) */
 	pid_t mem_pid;		/* the copy-on-write snapshot memory is read from */
 	uint64_t verbs_addr;	/* the verbs shim's control object, or 0 */
-	struct ibcr_verbs_control *verbs;	/* its copy once quiesced */
+	struct ibcr_verbs_control *verbs;	/* its copy once quiesced; NULL: idle shim */
 	struct maps_entry *pre;	/* smaps read before the freeze (vmflags.c) */
 	size_t npre;
 	int vmflags_guessed;	/* vmas' flags from pre, to be verified */
@@ -90,6 +90,12 @@ void verbs_wake(struct target *t);
 int verbs_owns_fd(const struct target *t, int fd);
 int verbs_write_section(struct target *t, uint32_t proc, struct img_writer *w,
 			struct ibcr_err *e);
+/* verbstree.c: the shim processes below --tree roots, found while running */
+int verbs_tree_find(const struct target *roots, uint32_t nroots, struct target **pre,
+		    uint32_t *npre, struct ibcr_err *e);
+/* Once all are stopped: adopt what was quiesced, refuse verbs state that was not. */
+int verbs_after_seize(struct target *t, uint32_t n, struct target *pre, uint32_t npre,
+		      struct ibcr_err *e);
 
 /* sockets.c: every socket's final kind, state and queued bytes */
 int sockets_finish(struct fobjs *o, struct ibcr_err *e);

@@ -829,10 +829,18 @@ static int quiesce_sends(void)
 	uint64_t deadline = t0 + S.quiesce_timeout_ms * 1000000ull;
 	struct list *p;
 	int tail = 0;
+	char why[200];
 
 	set_state(IBCR_VSTATE_BUSY);
 	CTL.message[0] = 0;
 	CTL.error = 0;
+	pthread_mutex_lock(&S.lock);
+	if (cm_check_idle(why, sizeof(why))) {
+		pthread_mutex_unlock(&S.lock);
+		set_failed(EBUSY, "%s", why);
+		return -1;
+	}
+	pthread_mutex_unlock(&S.lock);
 	__atomic_store_n(&g_mode, 1, __ATOMIC_SEQ_CST);
 	heavy_barrier();
 	if (wait_gate(0, deadline)) {
@@ -926,6 +934,7 @@ static int quiesce_drain(void)
 		return -1;
 	}
 	pthread_mutex_lock(&S.lock);
+	cm_record_flags();
 	/* Nobody may be inside a real call on an event fd from now on. */
 	list_for(p, &S.ctxs) {
 		struct sctx *c = container(p, struct sctx, link);
@@ -1019,6 +1028,9 @@ static void move_fd(int newfd, int appfd, int *extra, const char *what)
 	if (dup2(newfd, appfd) < 0)
 		fatal(errno, "restart: dup2 of the new %s fd %d onto %d: %s", what, newfd, appfd,
 		      strerror(errno));
+	if (epoll_readd(appfd))
+		fatal(errno, "restart: the program's epoll cannot watch its %s fd %d again",
+		      what, appfd);
 	*extra = newfd;
 }
 
@@ -1094,12 +1106,15 @@ static void rebuild(void)
 	uint64_t deadline;
 	struct list *p;
 	int ci = 0;
+	char why[300];
 
 	S.restart_start_ns = now_ns(CLOCK_REALTIME);
 	deadline = t0 + restart_timeout() * 1000000ull;
 	membarrier_setup();
 	mkdir_p(rdv_dir());
 	pthread_mutex_lock(&S.lock);
+	if (cm_rebuild(why, sizeof(why)))
+		fatal(errno, "%s", why);
 
 	/* Contexts: reopen by name, the new descriptors onto the old numbers. */
 	list_for(p, &S.ctxs) {
@@ -1164,6 +1179,9 @@ static void rebuild(void)
 			if (dup2(ch->real->fd, ch->v.fd) < 0)
 				fatal(errno, "restart: dup2 onto completion channel fd %d: %s",
 				      ch->v.fd, strerror(errno));
+			if (epoll_readd(ch->v.fd))
+				fatal(errno, "restart: the program's epoll cannot watch its "
+				      "completion channel fd %d again", ch->v.fd);
 			ch->switch_pending = 0;
 		} else if (ch->extra_fd < 0) {
 			ch->switch_pending = 0;

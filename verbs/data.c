@@ -474,6 +474,8 @@ static void chan_switch(struct schan *ch)
 	 * application's descriptor number. */
 	if (dup2(ch->real->fd, ch->v.fd) < 0)
 		warnx_("dup2 of completion channel fd %d: %m", ch->v.fd);
+	else
+		epoll_readd(ch->v.fd);
 	ch->switch_pending = 0;
 }
 

@@ -1,7 +1,7 @@
 # verbs/verbs.mk - the verbs shim (libibcr-verbs.so), ibcr-launch and the
 # verbs test programs. Included by the top GNUmakefile; see docs/verbs.md.
 
-VERBS_SRC := core verbs data ckpt
+VERBS_SRC := core verbs data ckpt rdmacm epoll
 VERBS_TESTS := rc_pp selftest extra_objs microbench mtstress ext_verbs
 VERBS_CFLAGS := $(OPT) $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iverbs
 VERBS_HDRS := verbs/shim.h verbs/ibcr_verbs_abi.h
@@ -21,8 +21,13 @@ $(B)/verbs/%.o: verbs/%.c $(VERBS_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(VERBS_CFLAGS) -MMD -MP -c -o $@ $<
 
+# DT_NEEDED on libibverbs even though the shim calls nothing of it
+# directly (--no-as-needed): programs such as UCX dlopen() libibverbs
+# privately, long after the preload, and the shim's dlvsym(RTLD_NEXT)
+# lookups of the real functions find them only in the global scope.
 $(B)/libibcr-verbs.so: $(VERBS_SRC:%=$(B)/verbs/%.o)
-	$(CC) -shared -Wl,-z,defs -Wl,-soname,libibcr-verbs.so -o $@ $^ -libverbs -lpthread -ldl
+	$(CC) -shared -Wl,-z,defs -Wl,-soname,libibcr-verbs.so -o $@ $^ \
+		-Wl,--no-as-needed -libverbs -Wl,--as-needed -lpthread -ldl
 
 $(B)/ibcr-launch: tools/ibcr-launch
 	@mkdir -p $(dir $@)
