@@ -103,12 +103,16 @@ static void vlog(const char *fmt, va_list ap)
 
 void dbg(const char *fmt, ...)
 {
+	char f[512];
 	va_list ap;
 
 	if (!S.debug)
 		return;
+	/* when, and who: the races this is for are between processes */
+	snprintf(f, sizeof f, "[%llu ms pid %d] %s",
+		 (unsigned long long)(now_ns(CLOCK_REALTIME) / 1000000 % 1000000), (int)getpid(), fmt);
 	va_start(ap, fmt);
-	vlog(fmt, ap);
+	vlog(f, ap);	// NOLINT(clang-diagnostic-format-nonliteral): fmt checked at the callers
 	va_end(ap);
 }
 
@@ -611,6 +615,7 @@ void ctl_update_fds(void)
 
 		ctl_add_fd(&n, ch->v.fd, IBCR_VFD_COMP_CHANNEL);
 		ctl_add_fd(&n, ch->extra_fd, IBCR_VFD_COMP_CHANNEL);
+		ctl_add_fd(&n, ch->pend_wr, IBCR_VFD_SHIM_PIPE);
 	}
 	cm_update_fds(&n);
 	for (i = nd; i < IBCR_VERBS_MAX_DEVICES; i++)

@@ -476,6 +476,9 @@ static void chan_switch(struct schan *ch)
 		warnx_("dup2 of completion channel fd %d: %m", ch->v.fd);
 	else
 		epoll_readd(ch->v.fd);
+	if (ch->pend_wr >= 0)
+		close(ch->pend_wr);
+	ch->pend_wr = -1;
 	ch->switch_pending = 0;
 }
 

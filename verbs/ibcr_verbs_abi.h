@@ -66,6 +66,7 @@ enum ibcr_verbs_fd_kind {
 	IBCR_VFD_ASYNC = 2,	/* async event fd of a context */
 	IBCR_VFD_COMP_CHANNEL = 3,	/* completion channel */
 	IBCR_VFD_RDMA_CM = 4,	/* an rdma_cm event channel (no CM id alive) */
+	IBCR_VFD_SHIM_PIPE = 5,	/* the write end of a channel's stand-in pipe */
 };
 
 #define IBCR_VERBS_MAX_FDS 64

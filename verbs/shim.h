@@ -259,6 +259,7 @@ struct schan {
 	int extra_fd;		/* real fd when not the app's */
 	int fd_flags;
 	int switch_pending;	/* stand-in still at v.fd until pending drains */
+	int pend_wr;		/* write end of the shim's stand-in pipe, or -1 */
 	pthread_mutex_t rd_lock;	/* one reader of the real fd at a time */
 	int npend, cappend;
 	struct scq **pend;	/* drained completion events, oldest first */
