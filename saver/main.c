@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "ptrace_util.h"
@@ -40,6 +41,8 @@ static void usage(FILE *f)
 		   "                      direct, a smaller one through the cache\n"
 		   "      --no-snapshot   keep them stopped while the image is written\n"
 		   "      --stats         print timings and sizes (ibcr-stats: ...) on stderr\n"
+		   "      --barrier CMD   one checkpoint of a job over several savers: run\n"
+		   "                      'CMD PHASE' where every node must be (docs/cli.md)\n"
 		   "  -h, --help          show this help\n");
 }
 
@@ -271,6 +274,7 @@ int main(int argc, char **argv)
 		{ "tree", no_argument, NULL, 't' },
 		{ "tcp-close", no_argument, NULL, 'T' },
 		{ "sysv-ipc", required_argument, NULL, 'I' },
+		{ "barrier", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -297,6 +301,7 @@ int main(int argc, char **argv)
 		case 'N': snapshots = 0; break;
 		case 't': tree = 1; break;
 		case 'T': objs.tcp_close = 1; break;
+		case 'B': coord_init(optarg); break;
 		case 'I':
 			if (strcmp(optarg, "used") && strcmp(optarg, "all")) {
 				fprintf(stderr, "saver: --sysv-ipc=%s: expected used or all\n", optarg);
@@ -333,9 +338,14 @@ int main(int argc, char **argv)
 	/* with --tree: the shim processes below, found while they run */
 	if (!rc && tree)
 		rc = verbs_tree_find(t, n, &pre, &npre, &e);
-	/* Verbs users quiesce themselves first, while they still run. */
+	/* Verbs users quiesce themselves first, while they still run: no
+	 * signaled send outstanding anywhere (every node) before any drain. */
 	if (!rc)
-		rc = tree ? verbs_quiesce(pre, npre, &e) : verbs_quiesce(t, n, &e);
+		rc = tree ? verbs_quiesce_sends(pre, npre, &e) : verbs_quiesce_sends(t, n, &e);
+	if (!rc)
+		rc = coord_barrier("sends", &e);
+	if (!rc)
+		rc = tree ? verbs_quiesce_drain(pre, npre, &e) : verbs_quiesce_drain(t, n, &e);
 	/* smaps walks every page: read it now, while they still run */
 	for (uint32_t i = 0; i < n && !rc && !tree && how == RELEASE_RUN && snapshots; i++)
 		vmflags_preread(&t[i]);
@@ -376,12 +386,18 @@ int main(int argc, char **argv)
 		rc = t[i].zombie ? 0 : vmflags_verify(&t[i], &e);
 	if (!rc)
 		rc = write_image(out, t, n, &objs, &sysv, &ipc, &comp, &s.direct_bytes, &e);
+	/* every node's image complete before any process is killed */
+	if (!rc && coord_barrier("written", &e)) {
+		rc = -1;
+		unlink(out);	/* not one image of an incomplete set */
+	}
 	s.written = now_ms();
 	for (uint32_t i = 0; i < n; i++)
 		snapshot_destroy(&t[i]);
 	if (rc) {
 		fprintf(stderr, "saver: %s\n", e.msg);
 		how = RELEASE_RUN;	/* never kill what we could not save */
+		coord_abort(e.msg);	/* nor let the job's other nodes */
 	}
 	if (!released) {
 		s.released = now_ms();

@@ -83,7 +83,8 @@ int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
 
 /* verbs.c: processes running with the verbs shim */
 int verbs_find(struct target *t, struct ibcr_err *e);
-int verbs_quiesce(struct target *t, uint32_t n, struct ibcr_err *e);
+int verbs_quiesce_sends(struct target *t, uint32_t n, struct ibcr_err *e);
+int verbs_quiesce_drain(struct target *t, uint32_t n, struct ibcr_err *e);
 void verbs_release(struct target *t, uint32_t n);
 /* A byte for the shim's helper; written in the freeze, it wakes a restore */
 void verbs_wake(struct target *t);
@@ -96,6 +97,11 @@ int verbs_tree_find(const struct target *roots, uint32_t nroots, struct target *
 /* Once all are stopped: adopt what was quiesced, refuse verbs state that was not. */
 int verbs_after_seize(struct target *t, uint32_t n, struct target *pre, uint32_t npre,
 		      struct ibcr_err *e);
+
+/* coord.c: one checkpoint over several savers (--barrier CMD) */
+void coord_init(const char *cmd);
+int coord_barrier(const char *phase, struct ibcr_err *e);
+void coord_abort(const char *msg);
 
 /* sockets.c: every socket's final kind, state and queued bytes */
 int sockets_finish(struct fobjs *o, struct ibcr_err *e);

@@ -164,11 +164,16 @@ static int all_cmd(struct target *t, uint32_t n, int32_t cmd, struct ibcr_err *e
 	return 0;
 }
 
-int verbs_quiesce(struct target *t, uint32_t n, struct ibcr_err *e)
+/* Phase 1 in every process (and, with --barrier, on every node) first. */
+int verbs_quiesce_sends(struct target *t, uint32_t n, struct ibcr_err *e)
 {
-	if (all_cmd(t, n, IBCR_VCMD_QUIESCE_SENDS, e) ||
-	    wait_state(t, n, IBCR_VSTATE_SENDS_DONE, e) ||
-	    all_cmd(t, n, IBCR_VCMD_QUIESCE_DRAIN, e) ||
+	return all_cmd(t, n, IBCR_VCMD_QUIESCE_SENDS, e) ||
+	       wait_state(t, n, IBCR_VSTATE_SENDS_DONE, e) ? -1 : 0;
+}
+
+int verbs_quiesce_drain(struct target *t, uint32_t n, struct ibcr_err *e)
+{
+	if (all_cmd(t, n, IBCR_VCMD_QUIESCE_DRAIN, e) ||
 	    wait_state(t, n, IBCR_VSTATE_QUIESCED, e))
 		return -1;
 	for (uint32_t i = 0; i < n; i++)

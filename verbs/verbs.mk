@@ -9,7 +9,7 @@ VERBS_HDRS := verbs/shim.h verbs/ibcr_verbs_abi.h
 ifneq ($(ARCH),x86_64)
 VERBS_ALL :=	# the verbs stage is built and tested on x86_64 only
 else ifneq ($(wildcard /usr/include/infiniband/verbs.h),)
-VERBS_ALL := $(B)/libibcr-verbs.so $(B)/ibcr-launch $(VERBS_TESTS:%=$(B)/tests/verbs/%)
+VERBS_ALL := $(B)/libibcr-verbs.so $(B)/ibcr-launch $(B)/ibcr-job $(VERBS_TESTS:%=$(B)/tests/verbs/%)
 else
 VERBS_ALL :=
 $(info verbs: /usr/include/infiniband/verbs.h missing (apt-get install libibverbs-dev): shim not built)
@@ -29,7 +29,7 @@ $(B)/libibcr-verbs.so: $(VERBS_SRC:%=$(B)/verbs/%.o)
 	$(CC) -shared -Wl,-z,defs -Wl,-soname,libibcr-verbs.so -o $@ $^ \
 		-Wl,--no-as-needed -libverbs -Wl,--as-needed -lpthread -ldl
 
-$(B)/ibcr-launch: tools/ibcr-launch
+$(B)/ibcr-launch $(B)/ibcr-job: $(B)/%: tools/%
 	@mkdir -p $(dir $@)
 	cp $< $@
 	chmod +x $@
@@ -44,7 +44,11 @@ VERBS_LIBS_epollcm := -l:librdmacm.so.1
 verbs-check: $(VERBS_ALL)
 	tests/verbs/run-guest.sh
 
+# verbs across two guests (one checkpoint over both, images swapped)
+verbs-pair: $(VERBS_ALL)
+	tests/verbs/run-pair.sh
+
 verbs-bench: $(VERBS_ALL)
 	tests/verbs/bench-shim.sh
 
-.PHONY: verbs-check verbs-bench
+.PHONY: verbs-check verbs-pair verbs-bench
