@@ -9,6 +9,8 @@
 #          (guest.sh main RWDIR CHECK... runs only the checks named)
 #   fresh  restart of that image in a fresh boot (extra objects first)
 #   nodev  restart of that image with no RDMA device (--net none)
+#   kernel2  rc_pp, epoll/rdma_cm, Open MPI over UCX and eventfds again, on
+#          the distribution's other kernel (6.12)
 #   bench  shim overhead: ib_send_lat and ib_write_bw without and with it
 #
 # Every background process runs under timeout(1); the checks synchronise on
@@ -590,6 +592,13 @@ main)
 	check_main ckpt_mpi_ucx t_ckpt_mpi_ucx
 	check_main guest_kernel_eventfd_mpi t_guest_kernel
 	check_main fresh_boot_prepare t_fresh_prepare
+	;;
+kernel2)	# the distribution's other kernel (run-guest.sh: IBCR_VM_KSERIES)
+	echo "kernel $(uname -r)"
+	check ckpt_rc_pp_$(uname -r) t_ckpt_rc_pp
+	check epoll_rdmacm_$(uname -r) t_epoll_rdmacm
+	check ckpt_mpi_ucx_$(uname -r) t_ckpt_mpi_ucx
+	check guest_kernel_eventfd_mpi_$(uname -r) t_guest_kernel
 	;;
 fresh) check fresh_boot_restart t_fresh_restart ;;
 nodev) check no_device_restart t_no_device ;;
