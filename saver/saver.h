@@ -42,6 +42,8 @@ enum { RELEASE_RUN, RELEASE_STOP, RELEASE_KILL };
 
 /* tree.c: --tree, a process and its descendants, stopped top-down */
 int tree_seize(struct target **t, uint32_t *n, struct ibcr_err *e);
+int tree_add_children(struct target **t, uint32_t *n, pid_t pid, pid_t tid,
+		      struct ibcr_err *e);
 
 /* inject.c: state only the process itself can read */
 int capture_injected(struct target *t, struct ibcr_err *e);

@@ -19,18 +19,10 @@
 #include "procfs.h"
 #include "saver.h"
 
-static int listed(const struct target *t, uint32_t n, pid_t pid)
-{
-	for (uint32_t i = 0; i < n; i++)
-		if (t[i].pid == pid)
-			return 1;
-	return 0;
-}
-
 /* Appends pid's children (of every thread) that are not listed yet. */
 static void add_children(struct target **t, uint32_t *n, pid_t pid)
 {
-	char path[80], *s, *tok, *save;
+	char path[32];
 	struct ibcr_err ignored;
 	struct dirent *de;
 	DIR *d;
@@ -39,27 +31,9 @@ static void add_children(struct target **t, uint32_t *n, pid_t pid)
 	d = opendir(path);
 	if (!d)
 		return;		/* gone: it has no children to save either */
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int)pid,
-			 de->d_name);
-		if (proc_read(path, &s, NULL, &ignored))
-			continue;
-		save = NULL;
-		for (tok = strtok_r(s, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
-			pid_t c = (pid_t)atoi(tok);
-
-			if (c <= 0 || listed(*t, *n, c))
-				continue;
-			*t = xrealloc(*t, sizeof(**t) * (*n + 1));
-			memset(&(*t)[*n], 0, sizeof(**t));
-			(*t)[*n].pid = c;
-			(*t)[*n].memfd = -1;
-			(*n)++;
-		}
-		free(s);
-	}
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			tree_add_children(t, n, pid, (pid_t)atoi(de->d_name), &ignored);
 	closedir(d);
 }
 

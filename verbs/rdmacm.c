@@ -163,14 +163,9 @@ EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *ch)
 }
 
 #define ERRVAL -1
-EXPORT int rdma_create_id(struct rdma_event_channel *ch, void **id, void *context, int ps)
+/* A call that made a CM id at *id (r == 0): recorded, and the gate left. */
+static int made_id(int g, int r, void **id)
 {
-	static int (*real)(struct rdma_event_channel *, void **, void *, int);
-	int g, r;
-
-	REAL(real, "rdma_create_id");
-	g = gate_enter(0);
-	r = real(ch, id, context, ps);
 	if (!r) {
 		pthread_mutex_lock(&S.lock);
 		id_add(*id);
@@ -180,21 +175,24 @@ EXPORT int rdma_create_id(struct rdma_event_channel *ch, void **id, void *contex
 	return r;
 }
 
+EXPORT int rdma_create_id(struct rdma_event_channel *ch, void **id, void *context, int ps)
+{
+	static int (*real)(struct rdma_event_channel *, void **, void *, int);
+	int g;
+
+	REAL(real, "rdma_create_id");
+	g = gate_enter(0);
+	return made_id(g, real(ch, id, context, ps), id);
+}
+
 EXPORT int rdma_create_ep(void **id, void *res, void *pd, void *qp_init_attr)
 {
 	static int (*real)(void **, void *, void *, void *);
-	int g, r;
+	int g;
 
 	REAL(real, "rdma_create_ep");
 	g = gate_enter(0);
-	r = real(id, res, pd, qp_init_attr);
-	if (!r) {
-		pthread_mutex_lock(&S.lock);
-		id_add(*id);
-		pthread_mutex_unlock(&S.lock);
-	}
-	gate_leave(g);
-	return r;
+	return made_id(g, real(id, res, pd, qp_init_attr), id);
 }
 
 EXPORT int rdma_destroy_id(void *id)
