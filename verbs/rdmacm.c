@@ -162,7 +162,7 @@ EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *ch)
 	free(c);
 }
 
-#define ERRVAL -1
+#define ERRVAL (-1)
 /* A call that made a CM id at *id (r == 0): recorded, and the gate left. */
 static int made_id(int g, int r, void **id)
 {
