@@ -83,7 +83,7 @@ int cgroup_enter(const struct ibcr_process_state *ps, struct ibcr_err *e);
 /* verbs.c: the loader's part of the verbs stage */
 int verbs_preflight(const struct ibcr_process_state *ps, struct ibcr_err *e);
 int verbs_standins(struct restore *rs, struct ibcr_err *e);
-void verbs_pokes(struct restore *rs);
+int verbs_pokes(struct restore *rs, struct ibcr_err *e);
 
 /* objects.c (parent, before forking): opens the image's file objects */
 int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_err *e);

@@ -310,7 +310,8 @@ static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files 
 			return -1;
 		x->rs.set_creds = geteuid() == 0 && (x->ps.rec.uid[0] || x->ps.rec.uid[1] ||
 						     x->ps.rec.gid[0] || x->ps.rec.gid[1]);
-		verbs_pokes(&x->rs);
+		if (verbs_pokes(&x->rs, e))
+			return -1;
 	}
 	return 0;
 }

@@ -109,8 +109,10 @@ static int cap_eventfd(pid_t pid, int fd, struct ibcr_fobj *o, struct ibcr_err *
 
 	if (fdinfo_read(pid, fd, &s, e))
 		return -1;
-	rc = need(s, "eventfd-count:", 16, &o->aux[0], pid, fd, "eventfd", e) ||
-	     need(s, "eventfd-semaphore:", 10, &o->aux[1], pid, fd, "eventfd", e) ? -1 : 0;
+	rc = need(s, "eventfd-count:", 16, &o->aux[0], pid, fd, "eventfd", e);
+	/* before Linux 6.4 the mode is not shown: fdeventfd.c finds it */
+	if (!rc && !fdinfo_field(s, "eventfd-semaphore:", 10, &o->aux[1]))
+		rc = eventfd_semaphore_probe(pid, fd, o->aux[0], &o->aux[1], e);
 	free(s);
 	return rc;
 }

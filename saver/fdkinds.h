@@ -42,6 +42,10 @@ int fdtable_share(struct target *t, uint32_t n, struct ibcr_err *e);
 int pidfd_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_err *e);
 int pidfd_check(const struct target *t, uint32_t n, const struct fobjs *o, struct ibcr_err *e);
 
+/* fdeventfd.c: EFD_SEMAPHORE where fdinfo does not show it (before 6.4) */
+int eventfd_semaphore_probe(pid_t pid, int fd, uint64_t count, uint64_t *sem,
+			    struct ibcr_err *e);
+
 /* fdinotify.c */
 /* A path of inode (ino, dev) near where pid is (its directories, searched): 1, or 0 */
 int inode_path(pid_t pid, uint64_t ino, dev_t dev, char *out, size_t len);

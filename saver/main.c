@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "external.h"
@@ -45,6 +46,8 @@ static void usage(FILE *f)
 		   "                      direct, a smaller one through the cache\n"
 		   "      --no-snapshot   keep them stopped while the image is written\n"
 		   "      --stats         print timings and sizes (ibcr-stats: ...) on stderr\n"
+		   "      --barrier CMD   one checkpoint of a job over several savers: run\n"
+		   "                      'CMD PHASE' where every node must be (docs/cli.md)\n"
 		   "  -h, --help          show this help\n");
 }
 
@@ -295,6 +298,7 @@ int main(int argc, char **argv)
 		{ "tcp-close", no_argument, NULL, 'T' },
 		{ "external-fd", required_argument, NULL, 'X' },
 		{ "sysv-ipc", required_argument, NULL, 'I' },
+		{ "barrier", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -307,7 +311,8 @@ int main(int argc, char **argv)
 	struct fobjs objs = { 0 };
 	struct ibcr_sysv sysv = { 0 };
 	struct ibcr_sysvipc ipc = { 0 };
-	uint32_t n;
+	struct target *pre = NULL;	/* --tree: the shims quiesced before the stop */
+	uint32_t n, npre = 0;
 
 	while ((c = getopt_long(argc, argv, "o:ksth", opts, NULL)) != -1) {
 		switch (c) {
@@ -327,6 +332,7 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'B': coord_init(optarg); break;
 		case 'I':
 			if (strcmp(optarg, "used") && strcmp(optarg, "all")) {
 				fprintf(stderr, "saver: --sysv-ipc=%s: expected used or all\n", optarg);
@@ -359,10 +365,18 @@ int main(int argc, char **argv)
 		}
 	}
 	for (uint32_t i = 0; i < n && !rc; i++)
-		rc = target_check(t[i].pid, &e) || verbs_find(&t[i], &e) ? -1 : 0;
-	/* Verbs users quiesce themselves first, while they still run. */
+		rc = target_check(t[i].pid, &e) || (!tree && verbs_find(&t[i], &e)) ? -1 : 0;
+	/* with --tree: the shim processes below, found while they run */
+	if (!rc && tree)
+		rc = verbs_tree_find(t, n, &pre, &npre, &e);
+	/* Verbs users quiesce themselves first, while they still run: no
+	 * signaled send outstanding anywhere (every node) before any drain. */
 	if (!rc)
-		rc = verbs_quiesce(t, n, &e);
+		rc = tree ? verbs_quiesce_sends(pre, npre, &e) : verbs_quiesce_sends(t, n, &e);
+	if (!rc)
+		rc = coord_barrier("sends", &e);
+	if (!rc)
+		rc = tree ? verbs_quiesce_drain(pre, npre, &e) : verbs_quiesce_drain(t, n, &e);
 	/* smaps walks every page: read it now, while they still run */
 	for (uint32_t i = 0; i < n && !rc && !tree && how == RELEASE_RUN && snapshots; i++)
 		vmflags_preread(&t[i]);
@@ -373,6 +387,8 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < n && !rc && !tree; i++)
 		rc = target_seize(&t[i], &e);
 	s.seized = now_ms();
+	if (!rc)
+		rc = verbs_after_seize(t, n, pre, npre, &e);
 	/* in the image's copy of the wake pipe: the restored helper wakes */
 	for (uint32_t i = 0; i < n && !rc; i++)
 		verbs_wake(&t[i]);
@@ -404,6 +420,11 @@ int main(int argc, char **argv)
 		rc = t[i].zombie ? 0 : vmflags_verify(&t[i], &e);
 	if (!rc)
 		rc = write_image(out, t, n, &objs, &sysv, &ipc, &comp, &s.direct_bytes, &e);
+	/* every node's image complete before any process is killed */
+	if (!rc && coord_barrier("written", &e)) {
+		rc = -1;
+		unlink(out);	/* not one image of an incomplete set */
+	}
 	s.written = now_ms();
 	for (uint32_t i = 0; i < n; i++)
 		snapshot_destroy(&t[i]);
@@ -411,11 +432,13 @@ int main(int argc, char **argv)
 	if (rc) {
 		fprintf(stderr, "saver: %s\n", e.msg);
 		how = RELEASE_RUN;	/* never kill what we could not save */
+		coord_abort(e.msg);	/* nor let the job's other nodes */
 	}
 	if (!released) {
 		s.released = now_ms();
 		release_all(t, n, how);
 	}
+	verbs_release(pre, npre);	/* quiesced but never adopted (a failure) */
 	if (stats && !rc)
 		print_stats(&s, t, n, out);
 	return rc ? 1 : 0;

@@ -27,7 +27,7 @@ struct target {
 	int memfd;		/* /proc/PID/mem (of mem_pid when set) */
 	pid_t mem_pid;		/* the copy-on-write snapshot memory is read from */
 	uint64_t verbs_addr;	/* the verbs shim's control object, or 0 */
-	struct ibcr_verbs_control *verbs;	/* its copy once quiesced */
+	struct ibcr_verbs_control *verbs;	/* its copy once quiesced; NULL: idle shim */
 	struct maps_entry *pre;	/* smaps read before the freeze (vmflags.c) */
 	size_t npre;
 	int vmflags_guessed;	/* vmas' flags from pre, to be verified */
@@ -45,6 +45,8 @@ enum { RELEASE_RUN, RELEASE_STOP, RELEASE_KILL };
 
 /* tree.c: --tree, a process and its descendants, stopped top-down */
 int tree_seize(struct target **t, uint32_t *n, struct ibcr_err *e);
+int tree_add_children(struct target **t, uint32_t *n, pid_t pid, pid_t tid,
+		      struct ibcr_err *e);
 
 /* inject.c: state only the process itself can read */
 int capture_injected(struct target *t, struct ibcr_err *e);
@@ -118,13 +120,25 @@ int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
 
 /* verbs.c: processes running with the verbs shim */
 int verbs_find(struct target *t, struct ibcr_err *e);
-int verbs_quiesce(struct target *t, uint32_t n, struct ibcr_err *e);
+int verbs_quiesce_sends(struct target *t, uint32_t n, struct ibcr_err *e);
+int verbs_quiesce_drain(struct target *t, uint32_t n, struct ibcr_err *e);
 void verbs_release(struct target *t, uint32_t n);
 /* A byte for the shim's helper; written in the freeze, it wakes a restore */
 void verbs_wake(struct target *t);
 int verbs_owns_fd(const struct target *t, int fd);
 int verbs_write_section(struct target *t, uint32_t proc, struct img_writer *w,
 			struct ibcr_err *e);
+/* verbstree.c: the shim processes below --tree roots, found while running */
+int verbs_tree_find(const struct target *roots, uint32_t nroots, struct target **pre,
+		    uint32_t *npre, struct ibcr_err *e);
+/* Once all are stopped: adopt what was quiesced, refuse verbs state that was not. */
+int verbs_after_seize(struct target *t, uint32_t n, struct target *pre, uint32_t npre,
+		      struct ibcr_err *e);
+
+/* coord.c: one checkpoint over several savers (--barrier CMD) */
+void coord_init(const char *cmd);
+int coord_barrier(const char *phase, struct ibcr_err *e);
+void coord_abort(const char *msg);
 
 /* sockets.c: every socket's final kind, state and queued bytes */
 int sockets_finish(struct fobjs *o, struct ibcr_err *e);
