@@ -121,4 +121,15 @@ void enc_vmas(struct buf *b, const struct ibcr_process_state *ps);
 void enc_sysvsem(struct buf *b, const struct ibcr_sysvipc *s);
 void enc_sysvmsg(struct buf *b, const struct ibcr_sysvipc *s);
 
+/* image_priv.c: CREDS and SECCOMP (privileges and sandbox) */
+void enc_creds(struct buf *b, const struct ibcr_priv *pv);
+void enc_seccomp(struct buf *b, const struct ibcr_priv *pv);
+int dec_creds(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
+	      struct ibcr_priv *pv, struct ibcr_err *e);
+int dec_seccomp(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
+		struct ibcr_priv *pv, struct ibcr_err *e);
+/* A process that is not a zombie has credentials for each thread, filters for each */
+int ibcr_priv_check(const char *path, uint32_t proc, const struct ibcr_process_state *ps,
+		    struct ibcr_err *e);
+
 #endif

@@ -31,6 +31,7 @@ struct target {
 	size_t npre;
 	int vmflags_guessed;	/* vmas' flags from pre, to be verified */
 	uint32_t vmflags_fixed;	/* regions whose guessed flags were wrong */
+	unsigned long ptopts;	/* our ptrace options on it (creds.c: seccomp suspended) */
 	struct ibcr_process_state ps;
 };
 
@@ -52,6 +53,12 @@ int capture_threads(struct target *t, struct ibcr_err *e);
 
 /* procinfo.c */
 int capture_procinfo(struct target *t, struct ibcr_err *e);
+
+/* creds.c: credentials and sandbox of every thread, before anything is injected */
+int capture_creds(struct target *t, struct ibcr_err *e);
+int write_creds(struct target *t, uint32_t proc, struct img_writer *w, struct ibcr_err *e);
+/* seccomp.c: every thread's filters into t->ps.priv */
+int capture_seccomp(struct target *t, struct ibcr_err *e);
 
 /* files.c: the image's open file descriptions, being collected */
 struct fobjs {
