@@ -44,7 +44,7 @@ void run_child(struct restore *rs)
 	uint64_t entry, sp;
 	sigset_t all;
 
-	if (setup_files(rs, &e) || restore_locks(rs, &e))
+	if (setup_files(rs, &e) || restore_locks(rs, &e) || creds_child(rs, &e))
 		child_fail(rs->status_fd, &e);
 	trace(rs->status_fd, "files set up");
 	if (build_plan(rs, &entry, &plan, &sp, &e))

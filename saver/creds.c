@@ -11,7 +11,6 @@
  * (PTRACE_O_SUSPEND_SECCOMP) or refuses, the process untouched.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,85 +18,27 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "proc_creds.h"
 #include "saver.h"
-
-static uint64_t hex_field(const char *s)
-{
-	return strtoull(s, NULL, 16);
-}
-
-static void parse_ids(const char *s, uint32_t out[4])
-{
-	sscanf(s, "%" SCNu32 " %" SCNu32 " %" SCNu32 " %" SCNu32,
-	       &out[0], &out[1], &out[2], &out[3]);
-}
-
-/* "Groups:\t4 24 27 \n": every one, however many (NGROUPS_MAX is 65536). */
-static void parse_groups(const char *s, struct buf *g)
-{
-	char *end;
-
-	for (;;) {
-		unsigned long v = strtoul(s, &end, 10);
-		uint32_t id = (uint32_t)v;
-
-		if (end == s)
-			break;
-		buf_put(g, &id, sizeof(id));
-		s = end;
-	}
-}
 
 /* One thread's status lines; its groups into g. */
 static int read_status(pid_t pid, pid_t tid, struct ibcr_creds *c, struct buf *g,
 		       struct ibcr_err *e)
 {
-	char path[64], *s, *line, *save = NULL;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
-	if (proc_read(path, &s, NULL, e))
-		return -1;
-	for (line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (!strncmp(line, "Uid:", 4))
-			parse_ids(line + 4, c->uid);
-		else if (!strncmp(line, "Gid:", 4))
-			parse_ids(line + 4, c->gid);
-		else if (!strncmp(line, "Groups:", 7))
-			parse_groups(line + 7, g);
-		else if (!strncmp(line, "CapInh:", 7))
-			c->cap_inh = hex_field(line + 7);
-		else if (!strncmp(line, "CapPrm:", 7))
-			c->cap_prm = hex_field(line + 7);
-		else if (!strncmp(line, "CapEff:", 7))
-			c->cap_eff = hex_field(line + 7);
-		else if (!strncmp(line, "CapBnd:", 7))
-			c->cap_bnd = hex_field(line + 7);
-		else if (!strncmp(line, "CapAmb:", 7))
-			c->cap_amb = hex_field(line + 7);
-		else if (!strncmp(line, "NoNewPrivs:", 11) && atoi(line + 11))
-			c->flags |= IBCR_CREDF_NO_NEW_PRIVS;
-		else if (!strncmp(line, "Seccomp:", 8))
-			c->seccomp = (uint32_t)atoi(line + 8);
-	}
-	free(s);
-	if (c->seccomp > IBCR_SECCOMP_FILTER)
-		return ibcr_fail(e, "pid %d thread %d: unknown seccomp mode %u", (int)pid,
-				 (int)tid, c->seccomp);
-	return 0;
+	return proc_creds(path, c, g, e);
 }
 
 /* A number from a /proc file of one thread (loginuid, sessionid). */
 static int read_number(pid_t pid, pid_t tid, const char *name, uint32_t *v,
 		       struct ibcr_err *e)
 {
-	char path[64], *s;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)pid, (int)tid, name);
-	if (proc_read(path, &s, NULL, e))
-		return -1;
-	*v = (uint32_t)strtoul(s, NULL, 10);
-	free(s);
-	return 0;
+	return proc_number(path, v, e);
 }
 
 static int read_link_of(pid_t pid, pid_t tid, const char *name, char *buf, size_t size,

@@ -45,11 +45,24 @@ grep FAIL "$T/prog.out" && fail "the live checkpoint changed the process"
 grep -q 'seccomp: 3 filters' "$T/info.out" ||
 	fail "ckpt-info shows no filters: $(grep -i seccomp "$T/info.out")"
 
+# gone PID...: waits until no process has these pids (an orphan killed
+# by saver --kill is reaped by init a moment later: its pid is taken
+# until then)
+gone() {
+	local p i
+	for p in "$@"; do
+		for ((i = 0; i < 200; i++)); do [ -e "/proc/$p" ] || break; sleep 0.05; done
+		[ ! -e "/proc/$p" ] || fail "pid $p still there 10 s after saver --kill"
+	done
+}
+
 orig=$pid
 for cycle in 1 2; do
+	kids=$(children_of "$pid")
 	checkpoint "$pid" "$T/img$cycle.ckpt" --tree --kill
 	wait "$pid" 2>/dev/null || true
 	[ -z "${LPID:-}" ] || wait "$LPID" 2>/dev/null || true
+	gone "$pid" $kids
 	before=$(last_tick "$T/prog.out")
 	restart "$T/img$cycle.ckpt"
 	expect_pid "$orig" "$RPID"
