@@ -54,7 +54,6 @@ struct restore {
 
 /* creds.c: can the loader give every thread its credentials and sandbox? */
 int creds_preflight(struct restore *rs, struct ibcr_err *e);
-int creds_can_suspend_seccomp(void);
 /* creds.c (child, before the core): what only the process may set for itself */
 int creds_child(const struct restore *rs, struct ibcr_err *e);
 

@@ -5,6 +5,7 @@
 # its cwd still "/sub" and a file only there visible; /proc shows the same
 # root and cwd.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/priv.sh"
 is_root || fail "this test needs root (chroot); run it as root"
 
 mkdir -p "$T/jail/sub"
@@ -13,11 +14,7 @@ start "$T/prog.out" "$PROGS/chrooted" "$T/jail" 60 100
 pid=$PID
 wait_line "$T/prog.out" '^tick 3 '
 [ "$(readlink "/proc/$pid/root")" = "$T/jail" ] || fail "not chroot'ed: $(readlink "/proc/$pid/root")"
-checkpoint_kill "$pid" "$T/img.ckpt"
-before=$(last_tick "$T/prog.out")
-restart "$T/img.ckpt"
-expect_pid "$pid" "$RPID"
-wait_line "$T/prog.out" "^tick $((before + 3)) "
+recycle "$pid" "$T/img.ckpt" --kill
 [ "$(readlink "/proc/$RPID/root")" = "$T/jail" ] || fail "root after restore: $(readlink "/proc/$RPID/root")"
 [ "$(readlink "/proc/$RPID/cwd")" = "$T/jail/sub" ] || fail "cwd after restore: $(readlink "/proc/$RPID/cwd")"
 wait "$LPID" || fail "restored program exited with status $?: $(grep FAIL "$T/prog.out")"

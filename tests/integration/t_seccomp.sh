@@ -14,6 +14,7 @@
 # saver cannot read filters: it refuses, naming the pid, and the process
 # runs on unharmed.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/priv.sh"
 is_root || fail "this test needs root (reading seccomp filters) and drops to nobody; run it as root"
 
 # seccomp_of PID: each thread's seccomp state, the child's too
@@ -45,29 +46,8 @@ grep FAIL "$T/prog.out" && fail "the live checkpoint changed the process"
 grep -q 'seccomp: 3 filters' "$T/info.out" ||
 	fail "ckpt-info shows no filters: $(grep -i seccomp "$T/info.out")"
 
-# gone PID...: waits until no process has these pids (an orphan killed
-# by saver --kill is reaped by init a moment later: its pid is taken
-# until then)
-gone() {
-	local p i
-	for p in "$@"; do
-		for ((i = 0; i < 200; i++)); do [ -e "/proc/$p" ] || break; sleep 0.05; done
-		[ ! -e "/proc/$p" ] || fail "pid $p still there 10 s after saver --kill"
-	done
-}
-
-orig=$pid
 for cycle in 1 2; do
-	kids=$(children_of "$pid")
-	checkpoint "$pid" "$T/img$cycle.ckpt" --tree --kill
-	wait "$pid" 2>/dev/null || true
-	[ -z "${LPID:-}" ] || wait "$LPID" 2>/dev/null || true
-	gone "$pid" $kids
-	before=$(last_tick "$T/prog.out")
-	restart "$T/img$cycle.ckpt"
-	expect_pid "$orig" "$RPID"
-	wait_line "$T/prog.out" "^tick $((before + 3)) "
-	grep FAIL "$T/prog.out" && fail "cycle $cycle: the program found its filters changed"
+	recycle "$pid" "$T/img$cycle.ckpt" --tree --kill
 	seccomp_of "$RPID" >"$T/seccomp.after$cycle"
 	# the child's pid is its own (kept as root); the order is the same
 	diff <(sed 's/^process [0-9]* /process /' "$T/seccomp.before") \
@@ -83,26 +63,5 @@ grep -q '^DONE' "$T/prog.out" || fail "program did not finish"
 assert_ticks_continuous "$T/prog.out"
 
 # An ordinary user's saver: refused, the process unharmed.
-chmod 755 "$T"
-mkdir "$T/user"
-cat >"$T/user/job.sh" <<EOS
-cd "$T/user"
-for fd in /proc/\$\$/fd/*; do fd=\${fd##*/}; [ \$fd -gt 2 ] && eval "exec \$fd>&-"; done
-"$PROGS/seccomp" 30 50 >prog.out 2>&1 </dev/null &
-pid=\$!
-echo \$pid >pid
-while ! grep -q '^tick 5 ' prog.out 2>/dev/null; do sleep 0.05; done
-"$SAVER" --kill -o img.ckpt \$pid 2>saver.err && exit 10
-wait \$pid || exit 12
-EOS
-chown -R 65534:65534 "$T/user"
-timeout 60 "$PROGS/runas" 65534 65534 bash "$T/user/job.sh" </dev/null 3>&- ||
-	fail "as a user (status $?: 10 the saver did not refuse, 12 the program failed): $(cat "$T"/user/*.err "$T/user/prog.out" 2>/dev/null)"
-upid=$(cat "$T/user/pid")
-grep -qE "^saver: pid $upid( thread [0-9]+)?: .*seccomp" "$T/user/saver.err" ||
-	fail "the user's saver did not say why it refused: $(cat "$T/user/saver.err")"
-[ "$(wc -l <"$T/user/saver.err")" = 1 ] || fail "more than one line: $(cat "$T/user/saver.err")"
-[ ! -e "$T/user/img.ckpt" ] || fail "a refused checkpoint left an image"
-grep -q FAIL "$T/user/prog.out" && fail "the refused checkpoint harmed the process: $(grep FAIL "$T/user/prog.out")"
-grep -q '^DONE' "$T/user/prog.out" || fail "after the refusal the program did not finish"
+saver_refuses_nobody "'$PROGS/seccomp' 30 50" "( thread [0-9]+)?: .*seccomp" '^DONE'
 exit 0
