@@ -98,7 +98,8 @@ static int same_ids(const struct ibcr_process_state *ps, uint32_t i, const struc
 	return !memcmp(c->uid, s->c.uid, sizeof(c->uid)) &&
 	       !memcmp(c->gid, s->c.gid, sizeof(c->gid)) &&
 	       c->ngroups == s->groups.len / 4 &&
-	       !memcmp(ps->priv.groups + c->group0, s->groups.p, s->groups.len);
+	       (!c->ngroups || !memcmp(ps->priv.groups + c->group0, s->groups.p,
+				       s->groups.len));
 }
 
 static int check_ids(const struct ibcr_process_state *ps, uint32_t i, const struct self *s,

@@ -67,10 +67,11 @@ static int check_shared(struct target *t, uint32_t i, char cwd0[4096], struct ib
 	pid_t tid = t->tids[i];
 
 	if (read_link_of(t->pid, tid, "root", root, sizeof(root), e) ||
-	    read_link_of(t->pid, tid, "cwd", i ? cwd : cwd0, 4096, e))
+	    read_link_of(t->pid, tid, "cwd", cwd, sizeof(cwd), e))
 		return -1;
 	if (i == 0) {
 		t->ps.priv.root = xstrdup(root);
+		memcpy(cwd0, cwd, sizeof(cwd));
 		return 0;
 	}
 	if (strcmp(root, t->ps.priv.root) || strcmp(cwd, cwd0))
@@ -91,6 +92,9 @@ static void add_groups(struct ibcr_priv *pv, uint32_t i, const struct buf *g,
 	uint32_t n = (uint32_t)(g->len / 4);
 
 	pv->creds[i].ngroups = n;
+	pv->creds[i].group0 = 0;
+	if (!n)
+		return;
 	for (uint32_t k = 0; k < i; k++)
 		if (pv->creds[k].ngroups == n &&
 		    !memcmp(table->p + 4 * (size_t)pv->creds[k].group0, g->p, g->len)) {
