@@ -9,7 +9,7 @@
  *       main thread alone, then inherited by a forked child and by the
  *       two threads created after it
  *   F2  getuid -> errno 43, with SECCOMP_FILTER_FLAG_LOG: the child's own
- *   F3  getpgrp -> errno 44, every munmap -> errno 45 (what the
+ *   F3  getpgid -> errno 44, every munmap -> errno 45 (what the
  *       restore's removal of its own code must get past); installed by
  *       the main thread with TSYNC: the three threads share F1 and F3
  *   F4  getsid -> errno 46: the second thread's own, on top of F3
@@ -103,7 +103,7 @@ static void install_f3(void)
 {
 	struct sock_filter f[] = {
 		LD(NR_OFF),
-		IS(SYS_getpgrp, 1), ERRNO(44),
+		IS(SYS_getpgid, 1), ERRNO(44),
 		IS(SYS_munmap, 1), ERRNO(45),
 		RET(SECCOMP_RET_ALLOW),
 	};
@@ -143,8 +143,8 @@ static void check(const char *who, unsigned which, int extra)
 		fail(who, "getppid: errno %ld, want %ld", e, (which & 1) ? 42 : 0);
 	if ((e = err_of(syscall(SYS_getuid))) != ((which & 2) ? 43 : 0))
 		fail(who, "getuid: errno %ld, want %ld", e, (which & 2) ? 43 : 0);
-	if ((e = err_of(syscall(SYS_getpgrp))) != ((which & 4) ? 44 : 0))
-		fail(who, "getpgrp: errno %ld, want %ld", e, (which & 4) ? 44 : 0);
+	if ((e = err_of(syscall(SYS_getpgid, 0))) != ((which & 4) ? 44 : 0))
+		fail(who, "getpgid: errno %ld, want %ld", e, (which & 4) ? 44 : 0);
 	if ((e = err_of(syscall(SYS_getsid, 0))) != ((which & 8) ? 46 : 0))
 		fail(who, "getsid: errno %ld, want %ld", e, (which & 8) ? 46 : 0);
 	if ((which & 4) && (e = err_of(munmap(probe, 4096))) != 45)
