@@ -52,6 +52,7 @@ struct self {
 	uint32_t securebits;
 	uint32_t last_cap;
 	uint32_t suid_dumpable;
+	int no_loginuid;	/* a kernel without audit */
 };
 
 static int read_self(struct self *s, struct ibcr_err *e)
@@ -62,8 +63,10 @@ static int read_self(struct self *s, struct ibcr_err *e)
 	if (sb < 0)
 		return ibcr_fail_errno(e, errno, "reading restart-loader's own securebits");
 	s->securebits = (uint32_t)sb;
+	s->c.loginuid = LOGINUID_UNSET;
+	s->no_loginuid = access("/proc/self/loginuid", F_OK) != 0;
 	if (proc_creds("/proc/self/status", &s->c, &s->groups, e) ||
-	    proc_number("/proc/self/loginuid", &s->c.loginuid, e) ||
+	    (!s->no_loginuid && proc_number("/proc/self/loginuid", &s->c.loginuid, e)) ||
 	    proc_number("/proc/sys/kernel/cap_last_cap", &s->last_cap, e) ||
 	    proc_number("/proc/sys/fs/suid_dumpable", &s->suid_dumpable, e))
 		return -1;
@@ -187,6 +190,13 @@ static int can_suspend_seccomp(const struct self *s)
 	return has(s, CAP_SYS_ADMIN) && !access("/proc/sys/kernel/ns_last_pid", F_OK);
 }
 
+/* Installing filters without no_new_privs needs CAP_SYS_ADMIN: its own last. */
+static int late_caps(const struct ibcr_creds *c)
+{
+	return c->seccomp == IBCR_SECCOMP_FILTER && !(c->flags & IBCR_CREDF_NO_NEW_PRIVS) &&
+	       !(c->cap_eff & BIT(CAP_SYS_ADMIN));
+}
+
 static int check_sandbox(const struct ibcr_process_state *ps, uint32_t i,
 			 const struct self *s, struct ibcr_err *e)
 {
@@ -224,6 +234,9 @@ static int check_process(const struct ibcr_process_state *ps, const struct self 
 					 "directory needs CAP_SYS_CHROOT, not permitted to "
 					 "restart-loader", ps->rec.pid, pv->root);
 	}
+	if (pv->creds[0].loginuid != s->c.loginuid && s->no_loginuid)
+		return ibcr_fail(e, "pid %d: had loginuid %u, and this kernel has none "
+				 "(no audit)", ps->rec.pid, pv->creds[0].loginuid);
 	if (pv->creds[0].loginuid != s->c.loginuid && s->c.loginuid != LOGINUID_UNSET &&
 	    !has(s, CAP_AUDIT_CONTROL))
 		return ibcr_fail(e, "pid %d: had loginuid %u: changing restart-loader's (%u) "
@@ -256,7 +269,8 @@ int creds_preflight(struct restore *rs, struct ibcr_err *e)
 		     check_securebits(ps, i, &s, e) || check_sandbox(ps, i, &s, e);
 		rs->cred_flags[i] = (same_ids(ps, i, &s) ? 0 : PLAN_CRED_IDS) |
 				    ((c->flags & IBCR_CREDF_NO_NEW_PRIVS) ? PLAN_CRED_NNP : 0) |
-				    (i == 0 && ps->priv.hdr.dumpable == 2 ? PLAN_CRED_DUMP_ROOT : 0);
+				    (i == 0 && ps->priv.hdr.dumpable == 2 ? PLAN_CRED_DUMP_ROOT : 0) |
+				    (late_caps(c) ? PLAN_CRED_LATE_CAPS : 0);
 		if (c->seccomp)
 			rs->seccomp = 1;
 	}

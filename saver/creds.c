@@ -38,6 +38,11 @@ static int read_number(pid_t pid, pid_t tid, const char *name, uint32_t *v,
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)pid, (int)tid, name);
+	/* a kernel without audit has neither: never set */
+	if (access(path, F_OK) && errno == ENOENT) {
+		*v = 0xffffffffu;
+		return 0;
+	}
 	return proc_number(path, v, e);
 }
 
@@ -96,7 +101,7 @@ static void add_groups(struct ibcr_priv *pv, uint32_t i, const struct buf *g,
 	if (!n)
 		return;
 	for (uint32_t k = 0; k < i; k++)
-		if (pv->creds[k].ngroups == n &&
+		if (pv->creds[k].ngroups == n && table->p &&
 		    !memcmp(table->p + 4 * (size_t)pv->creds[k].group0, g->p, g->len)) {
 			pv->creds[i].group0 = pv->creds[k].group0;
 			return;

@@ -9,7 +9,11 @@
  *                           bounding set lacks, ambient two), securebits
  *                           with a lock, no_new_privs, loginuid 4242,
  *                           not dumpable; the second thread has its own
- *                           effective uid and effective capabilities.
+ *                           effective uid and effective capabilities, no
+ *                           no_new_privs (set in the main thread after it
+ *                           was created) and a seccomp filter it installed
+ *                           with CAP_SYS_ADMIN (getcpu fails with errno 47),
+ *                           then dropped from its effective set.
  *   creds user TICKS [MS]   as anyone: no_new_privs only, the rest as
  *                           it was given.
  *
@@ -22,8 +26,11 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <linux/securebits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,10 +51,11 @@ struct priv {
 	uint64_t eff, prm, inh, bnd, amb;
 	int securebits, nnp, dumpable;
 	long loginuid;
+	int filtered;		/* getcpu fails with errno 47 */
 };
 
 static struct priv want[2];	/* per thread, set up once */
-static volatile int setup_done, stop;
+static volatile int setup_done, stop, final_done;
 
 static void fail(int th, const char *what, unsigned long long got, unsigned long long exp)
 {
@@ -154,6 +162,8 @@ static void check(int th)
 	if (p.loginuid != w->loginuid)
 		fail(th, "loginuid", (unsigned long long)p.loginuid,
 		     (unsigned long long)w->loginuid);
+	if (w->filtered && (syscall(SYS_getcpu, NULL, NULL, NULL) != -1 || errno != 47))
+		fail(th, "getcpu under its seccomp filter: errno", (unsigned)errno, 47);
 }
 
 static void set_loginuid(const char *v)
@@ -166,13 +176,10 @@ static void set_loginuid(const char *v)
 }
 
 /* As root: every kind of credential set to a value of its own. */
-static void setup_root(void)
+static void setup_root_ids(void)
 {
 	const uint64_t inh = BIT(CAP_CHOWN) | BIT(CAP_KILL) | BIT(CAP_NET_RAW) |
 			     BIT(CAP_SYS_BOOT) | BIT(CAP_SYS_CHROOT);
-	const uint64_t prm = BIT(CAP_CHOWN) | BIT(CAP_DAC_OVERRIDE) | BIT(CAP_KILL) |
-			     BIT(CAP_NET_RAW) | BIT(CAP_SYS_CHROOT) | BIT(CAP_NET_BIND_SERVICE);
-	const uint64_t eff = BIT(CAP_CHOWN) | BIT(CAP_KILL) | BIT(CAP_NET_BIND_SERVICE);
 	const int drop[] = { CAP_SYS_BOOT, CAP_SYS_MODULE, CAP_MKNOD, CAP_SYS_RAWIO };
 	gid_t groups[NGROUPS];
 	uint64_t e, p, i;
@@ -200,6 +207,17 @@ static void setup_root(void)
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_CHOWN, 0, 0) ||
 	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_NET_RAW, 0, 0))
 		fail(0, "PR_CAP_AMBIENT_RAISE", (unsigned)errno, 0);
+}
+
+/* As root, once the second thread has its own: the main thread's last. */
+static void setup_root_final(void)
+{
+	const uint64_t inh = BIT(CAP_CHOWN) | BIT(CAP_KILL) | BIT(CAP_NET_RAW) |
+			     BIT(CAP_SYS_BOOT) | BIT(CAP_SYS_CHROOT);
+	const uint64_t prm = BIT(CAP_CHOWN) | BIT(CAP_DAC_OVERRIDE) | BIT(CAP_KILL) |
+			     BIT(CAP_NET_RAW) | BIT(CAP_SYS_CHROOT) | BIT(CAP_NET_BIND_SERVICE);
+	const uint64_t eff = BIT(CAP_CHOWN) | BIT(CAP_KILL) | BIT(CAP_NET_BIND_SERVICE);
+
 	caps_set(eff, prm, inh);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		fail(0, "PR_SET_NO_NEW_PRIVS", (unsigned)errno, 0);
@@ -219,16 +237,30 @@ static void *second(void *arg)
 	const char *mode = arg;
 
 	if (!strcmp(mode, "root")) {
+		struct sock_filter f[] = {
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getcpu, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 47),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog prog = { 4, f };
 		uint64_t e, p, i;
 
+		/* without no_new_privs: CAP_SYS_ADMIN lets it install a filter */
+		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog))
+			fail(1, "installing a filter", (unsigned)errno, 0);
 		/* its own effective uid and capabilities, not the process's */
 		if (syscall(SYS_setresuid, -1, 1003, -1))
 			fail(1, "setresuid in the second thread", (unsigned)errno, 0);
 		caps_get(&e, &p, &i);
 		caps_set(BIT(CAP_KILL), p, i);
+		setup_done = 1;
+		while (!final_done)	/* dumpable and loginuid are the process's */
+			usleep(1000);
 	}
 	read_priv(&want[1]);
-	setup_done = 1;
+	want[1].filtered = !strcmp(mode, "root");
+	setup_done = 2;
 	while (!stop) {
 		struct timespec ts = { 0, 20 * 1000000 };
 
@@ -247,17 +279,25 @@ int main(int argc, char **argv)
 	pthread_t th;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (!strcmp(mode, "root"))
-		setup_root();
-	else if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+	if (!strcmp(mode, "root")) {
+		setup_root_ids();
+		if (pthread_create(&th, NULL, second, (void *)mode))
+			fail(0, "pthread_create", 0, 0);
+		while (!setup_done)
+			usleep(1000);
+		setup_root_final();
+		final_done = 1;
+	} else if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
 		fail(0, "PR_SET_NO_NEW_PRIVS", (unsigned)errno, 0);
-	else
+	} else {
 		read_priv(&want[0]);
-	if (pthread_create(&th, NULL, second, (void *)mode))
-		fail(0, "pthread_create", 0, 0);
-	while (!setup_done)
-		nanosleep(&ts, NULL);
-	if (!strcmp(mode, "root") && (want[1].uid[1] != 1003 || want[1].eff != BIT(CAP_KILL)))
+		if (pthread_create(&th, NULL, second, (void *)mode))
+			fail(0, "pthread_create", 0, 0);
+	}
+	while (setup_done != 2)
+		usleep(1000);
+	if (!strcmp(mode, "root") && (want[1].uid[1] != 1003 || want[1].eff != BIT(CAP_KILL) ||
+				      want[1].nnp))
 		fail(1, "setting up", want[1].eff, BIT(CAP_KILL));
 	for (long n = 0; n < ticks; n++) {
 		check(0);
