@@ -64,6 +64,10 @@ struct ibcr_process_state {
 	uint32_t nopaque;
 	struct ibcr_opaque *opaque;
 	struct ibcr_priv priv;
+	int has_attrs;		/* PATTRS and TATTRS: none in older images */
+	struct ibcr_pattrs pattrs;
+	char *cgroup;		/* its cgroup v2 path, or NULL */
+	struct ibcr_tattrs *tattrs;	/* rec.nthreads records, or NULL */
 };
 
 /* The image's open file descriptions, shared by its processes. */

@@ -417,8 +417,10 @@ int main(int argc, char **argv)
 			kill_all(j, r.hdr.nprocs);
 			return 1;
 		}
+		/* it was stopped (Ctrl-Z: SIGTSTP): still is, by the same signal */
 		if (j[i].ps.rec.flags & IBCR_PROCF_STOPPED)
-			kill(j[i].child, SIGSTOP);	/* it was stopped (Ctrl-Z): still is */
+			kill(j[i].child, j[i].ps.pattrs.stop_sig ? (int)j[i].ps.pattrs.stop_sig
+								 : SIGSTOP);
 		close(j[i].status_fd);
 		close(j[i].control_fd);
 	}

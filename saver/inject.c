@@ -100,6 +100,12 @@ static int inject(struct target *t, uint32_t thread, long nr, uint64_t a0,
 	return 0;
 }
 
+int inject_call(struct target *t, uint32_t thread, long nr, uint64_t a0, uint64_t a1,
+		uint64_t a2, uint64_t a3, long *ret, struct ibcr_err *e)
+{
+	return inject(t, thread, nr, a0, a1, a2, a3, ret, e);
+}
+
 static int read_sigactions(struct target *t, uint64_t scratch, struct ibcr_err *e)
 {
 	for (int sig = 1; sig <= IBCR_NSIG; sig++) {
@@ -195,6 +201,8 @@ int capture_injected(struct target *t, struct ibcr_err *e)
 	for (uint32_t i = 0; i < t->nthreads; i++)
 		if (read_thread_bits(t, i, (uint64_t)scratch, e))
 			goto out;
+	if (capture_attrs(t, (uint64_t)scratch, e))
+		goto out;
 	rc = 0;
 out:
 	/* Removed even on failure: the process must not keep our page. */

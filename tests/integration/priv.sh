@@ -36,42 +36,28 @@ recycle() {
 	fi
 }
 
-# as_nobody DIR BODY: runs the bash script BODY as nobody (65534) in DIR
-# (made, and given to nobody), with only fds 0-2; its status.
-as_nobody() {
-	local dir=$1
-	chmod 755 "$T"
-	mkdir -p "$dir"
-	{
-		echo "cd '$dir'"
-		echo 'for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ $fd -gt 2 ] && eval "exec $fd>&-"; done'
-		echo "$2"
-	} >"$dir/job.sh"
-	chown -R 65534:65534 "$dir"
-	timeout 60 "$PROGS/runas" 65534 65534 bash "$dir/job.sh" </dev/null 3>&-
-}
-
-# saver_refuses_nobody PROGRAM-AND-ARGS REGEX DONE: nobody starts the
-# program and checkpoints it (--kill) once it ticks: the saver must
-# refuse with one line "saver: pid P..." matching REGEX, leave no image,
-# and the program must run on to its last line (matching DONE), unharmed.
+# saver_refuses_nobody PROGRAM ARGS...: nobody runs the program, which
+# prints "tick N" lines into $T/user.out, and checkpoints it (--kill) once
+# it ticks: the saver must refuse with one line "saver: pid P..." matching
+# $REFUSAL, leave no image, and the program must run on to a last line
+# matching $DONE, unharmed.
 saver_refuses_nobody() {
-	local dir=$T/user rc=0 upid
-	as_nobody "$dir" "
-$1 >prog.out 2>&1 </dev/null &
-pid=\$!
-echo \$pid >pid
-while ! grep -q '^tick 5 ' prog.out 2>/dev/null; do sleep 0.05; done
-\"$SAVER\" --kill -o img.ckpt \$pid 2>saver.err && exit 10
-wait \$pid || exit 12" || rc=$?
-	[ "$rc" = 0 ] || fail "as a user (status $rc: 10 the saver did not refuse, 12 the program failed): $(cat "$dir"/*.err "$dir/prog.out" 2>/dev/null)"
-	upid=$(cat "$dir/pid")
-	grep -qE "^saver: pid $upid$2" "$dir/saver.err" ||
-		fail "the user's saver did not say why it refused: $(cat "$dir/saver.err")"
-	[ "$(wc -l <"$dir/saver.err")" = 1 ] || fail "more than one line: $(cat "$dir/saver.err")"
-	[ ! -e "$dir/img.ckpt" ] || fail "a refused checkpoint left an image"
-	if grep -q FAIL "$dir/prog.out"; then
-		fail "the refused checkpoint harmed the process: $(grep FAIL "$dir/prog.out")"
+	local rc=0 upid
+	for_nobody
+	: >"$T/user.out"
+	chmod 666 "$T/user.out"
+	start "$T/user.out" "$PROGS/runas" 65534 65534 "$@"
+	upid=$PID
+	wait_line "$T/user.out" '^tick 5 '
+	as_nobody "$SAVER" --kill -o "$T/user.ckpt" "$upid" 2>"$T/user-saver.err" || rc=$?
+	[ "$rc" = 1 ] || fail "the user's saver: exit status $rc, not 1 (a refusal): $(cat "$T/user-saver.err")"
+	grep -qE "^saver: pid $upid$REFUSAL" "$T/user-saver.err" ||
+		fail "the user's saver did not say why it refused: $(cat "$T/user-saver.err")"
+	[ "$(wc -l <"$T/user-saver.err")" = 1 ] || fail "more than one line: $(cat "$T/user-saver.err")"
+	[ ! -e "$T/user.ckpt" ] || fail "a refused checkpoint left an image"
+	wait "$upid" || fail "after the refusal the program exited with status $?: $(tail -n 3 "$T/user.out")"
+	if grep -q FAIL "$T/user.out"; then
+		fail "the refused checkpoint harmed the process: $(grep FAIL "$T/user.out")"
 	fi
-	grep -qE "$3" "$dir/prog.out" || fail "after the refusal the program did not finish"
+	grep -qE "$DONE" "$T/user.out" || fail "after the refusal the program did not finish"
 }

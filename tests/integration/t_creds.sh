@@ -45,26 +45,28 @@ grep -q 'eff 0000000000000421 .* no_new_privs' "$T/info.out" ||
 
 # An ordinary user: its own process with no_new_privs, saved and restored
 # by that user.
-rc=0
-as_nobody "$T/user" "
-\"$PROGS/creds\" user 40 50 >prog.out 2>&1 </dev/null &
-pid=\$!
-while ! grep -q '^tick 5 ' prog.out 2>/dev/null; do sleep 0.05; done
-\"$SAVER\" --kill -o img.ckpt \$pid 2>saver.err || exit 10
-wait \$pid
-\"$LOADER\" img.ckpt 2>loader.err || exit 12" || rc=$?
-[ "$rc" = 0 ] || fail "unprivileged checkpoint/restart failed (status $rc: 10 saver, 12 program): $(cat "$T"/user/*.err "$T/user/prog.out" 2>/dev/null)"
-grep -q FAIL "$T/user/prog.out" && fail "as a user: $(grep FAIL "$T/user/prog.out")"
-grep -q '^DONE' "$T/user/prog.out" || fail "as a user: the program did not finish"
-assert_ticks_continuous "$T/user/prog.out"
+for_nobody
+: >"$T/user.out"
+chmod 666 "$T/user.out"
+start "$T/user.out" "$PROGS/runas" 65534 65534 "$PROGS/creds" user 40 50
+upid=$PID
+wait_line "$T/user.out" '^tick 5 '
+as_nobody "$SAVER" --kill -o "$T/user.ckpt" "$upid" 2>"$T/saver.err" ||
+	fail "the user's saver failed: $(cat "$T/saver.err")"
+wait "$upid" 2>/dev/null || true
+before=$(last_tick "$T/user.out")
+LOADER_OUT=$T/user-loader.out restart_as_nobody "$T/user.ckpt"
+wait_line "$T/user.out" "^tick $((before + 3)) "
+wait "$LPID" || fail "as a user: the restored program exited with status $?: $(grep FAIL "$T/user.out")"
+grep -q FAIL "$T/user.out" && fail "as a user: $(grep FAIL "$T/user.out")"
+grep -q '^DONE' "$T/user.out" || fail "as a user: the program did not finish"
+assert_ticks_continuous "$T/user.out"
 
-# That user cannot restore the root-made image: refused, nothing started.
+# That user cannot restore the root-made image: refused with one line,
+# nothing started.
 chmod 644 "$T/img1.ckpt"
-rc=0
-timeout 60 "$PROGS/runas" 65534 65534 "$LOADER" "$T/img1.ckpt" </dev/null \
-	>"$T/refused.out" 2>&1 3>&- || rc=$?
-[ "$rc" = 1 ] || fail "a user's restore of root's image: status $rc, want 1: $(cat "$T/refused.out")"
-grep -qE "pid [0-9]+ thread [0-9]+: ran as uid 1001/1002/1003/1004 .*root" "$T/refused.out" ||
-	fail "a user's restore of root's image did not say why: $(cat "$T/refused.out")"
+restart_refused "$T/img1.ckpt" "ran as uid 1001/1002/1003/1004 gid 2001/2002/2003/2004 with 40 groups" as_nobody
+grep -qE "^restart-loader: pid [0-9]+ thread [0-9]+: ran as uid .*root" "$T/refused.out" ||
+	fail "a user's restore of root's image did not name pid and thread: $(cat "$T/refused.out")"
 [ "$(wc -l <"$T/refused.out")" = 1 ] || fail "more than one line: $(cat "$T/refused.out")"
 exit 0

@@ -63,5 +63,5 @@ grep -q '^DONE' "$T/prog.out" || fail "program did not finish"
 assert_ticks_continuous "$T/prog.out"
 
 # An ordinary user's saver: refused, the process unharmed.
-saver_refuses_nobody "'$PROGS/seccomp' 30 50" "( thread [0-9]+)?: .*seccomp" '^DONE'
+REFUSAL="( thread [0-9]+)?: .*seccomp" DONE='^DONE' saver_refuses_nobody "$PROGS/seccomp" 30 50
 exit 0

@@ -43,5 +43,5 @@ grep -q '^DONE .* strict held' "$T/prog.out" || fail "program did not finish wit
 assert_ticks_continuous "$T/prog.out"
 
 # An ordinary user's saver: refused, the process unharmed.
-saver_refuses_nobody "'$PROGS/strict' 30 50" " thread [0-9]+: .*strict" '^DONE .* strict held'
+REFUSAL=" thread [0-9]+: .*strict" DONE='^DONE .* strict held' saver_refuses_nobody "$PROGS/strict" 30 50
 exit 0
