@@ -36,6 +36,22 @@ recycle() {
 	fi
 }
 
+# two_cycles STATE SAVER-ARGS...: two cycles (recycle) of $pid, each
+# image $T/imgN.ckpt; after each, STATE RPID (a function printing what
+# the test is about) must print what it printed into $T/state.before.
+# $pid ends as the restored process.
+two_cycles() {
+	local state=$1 cycle
+	shift
+	for cycle in 1 2; do
+		recycle "$pid" "$T/img$cycle.ckpt" "$@"
+		"$state" "$RPID" >"$T/state.after$cycle"
+		diff "$T/state.before" "$T/state.after$cycle" >"$T/state.diff" ||
+			fail "cycle $cycle: $state changed: $(cat "$T/state.diff")"
+		pid=$RPID
+	done
+}
+
 # saver_refuses_nobody PROGRAM ARGS...: nobody runs the program, which
 # prints "tick N" lines into $T/user.out, and checkpoints it (--kill) once
 # it ticks: the saver must refuse with one line "saver: pid P..." matching

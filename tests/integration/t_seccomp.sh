@@ -17,25 +17,27 @@
 . "$(dirname "$0")/priv.sh"
 is_root || fail "this test needs root (reading seccomp filters) and drops to nobody; run it as root"
 
-# seccomp_of PID: each thread's seccomp state, the child's too
+# seccomp_of PID: each thread's seccomp state, the child's too (in the
+# same order each time), and the layout of PID's memory (the restore area
+# must be gone, though the filters refuse every munmap)
 seccomp_of() {
 	local p t
 	for p in "$1" $(children_of "$1"); do
 		for t in "/proc/$p/task/"*; do
-			echo "process $p thread ${t##*/}"
+			echo "thread ${t##*/}"
 			grep -E '^(Seccomp|Seccomp_filters|NoNewPrivs):' "$t/status"
 		done
 	done
+	maps "$1"
 }
 
 start "$T/prog.out" "$PROGS/seccomp" 120 100
 pid=$PID
 wait_line "$T/prog.out" '^tick 3 '
 wait_line "$T/prog.out" '^child tick 3$'
-seccomp_of "$pid" >"$T/seccomp.before"
-[ "$(grep -c 'Seccomp_filters:.*[1-9]' "$T/seccomp.before")" = 4 ] ||
-	fail "expected 4 threads under filters: $(cat "$T/seccomp.before")"
-maps "$pid" >"$T/maps.before"
+seccomp_of "$pid" >"$T/state.before"
+[ "$(grep -c 'Seccomp_filters:.*[1-9]' "$T/state.before")" = 4 ] ||
+	fail "expected 4 threads under filters: $(cat "$T/state.before")"
 
 # live: the process runs on, unharmed by what the saver did inside it
 checkpoint "$pid" "$T/img0.ckpt" --tree
@@ -46,18 +48,7 @@ grep FAIL "$T/prog.out" && fail "the live checkpoint changed the process"
 grep -q 'seccomp: 3 filters' "$T/info.out" ||
 	fail "ckpt-info shows no filters: $(grep -i seccomp "$T/info.out")"
 
-for cycle in 1 2; do
-	recycle "$pid" "$T/img$cycle.ckpt" --tree --kill
-	seccomp_of "$RPID" >"$T/seccomp.after$cycle"
-	# the child's pid is its own (kept as root); the order is the same
-	diff <(sed 's/^process [0-9]* /process /' "$T/seccomp.before") \
-		<(sed 's/^process [0-9]* /process /' "$T/seccomp.after$cycle") >"$T/seccomp.diff" ||
-		fail "cycle $cycle: seccomp state changed: $(cat "$T/seccomp.diff")"
-	maps "$RPID" >"$T/maps.after"
-	diff "$T/maps.before" "$T/maps.after" >"$T/maps.diff" ||
-		fail "cycle $cycle: memory layout changed (restore area left?): $(cat "$T/maps.diff")"
-	pid=$RPID
-done
+two_cycles seccomp_of --tree --kill
 wait "$LPID" || fail "restored program exited with status $?: $(grep FAIL "$T/prog.out")"
 grep -q '^DONE' "$T/prog.out" || fail "program did not finish"
 assert_ticks_continuous "$T/prog.out"

@@ -20,9 +20,9 @@ modes_of() {
 start "$T/prog.out" "$PROGS/strict" 80 100
 pid=$PID
 wait_line "$T/prog.out" '^tick 3 '
-modes_of "$pid" >"$T/modes.before"
-[ "$(sort "$T/modes.before" | tr -d '\t ' | tr '\n' ' ')" = "Seccomp:0 Seccomp:1 " ] ||
-	fail "expected one thread in strict mode: $(cat "$T/modes.before")"
+modes_of "$pid" >"$T/state.before"
+[ "$(sort "$T/state.before" | tr -d '\t ' | tr '\n' ' ')" = "Seccomp:0 Seccomp:1 " ] ||
+	fail "expected one thread in strict mode: $(cat "$T/state.before")"
 
 checkpoint "$pid" "$T/img0.ckpt"
 before=$(last_tick "$T/prog.out")
@@ -31,13 +31,7 @@ grep FAIL "$T/prog.out" && fail "the live checkpoint harmed the process"
 grep -q 'seccomp: strict' "$T/info.out" ||
 	fail "ckpt-info does not show strict mode: $(grep -i seccomp "$T/info.out")"
 
-for cycle in 1 2; do
-	recycle "$pid" "$T/img$cycle.ckpt" --kill
-	modes_of "$RPID" >"$T/modes.after"
-	diff "$T/modes.before" "$T/modes.after" >"$T/modes.diff" ||
-		fail "cycle $cycle: seccomp modes changed: $(cat "$T/modes.diff")"
-	pid=$RPID
-done
+two_cycles modes_of --kill
 wait "$LPID" || fail "restored program exited with status $?: $(grep FAIL "$T/prog.out")"
 grep -q '^DONE .* strict held' "$T/prog.out" || fail "program did not finish with strict mode held"
 assert_ticks_continuous "$T/prog.out"
