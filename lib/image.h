@@ -54,6 +54,8 @@ enum ibcr_sec_type {
 	IBCR_SEC_SECCOMP = 13,	/* struct ibcr_seccomp_hdr + filters + programs */
 	IBCR_SEC_PATTRS = 14,	/* struct ibcr_pattrs + cgroup path */
 	IBCR_SEC_TATTRS = 15,	/* struct ibcr_tattrs[nthreads] */
+	IBCR_SEC_FILEDATA = 16,	/* image-wide: bytes of deleted files and memfds */
+	IBCR_SEC_FILEATTRS = 17,	/* image-wide: struct ibcr_fattr[FILEOBJS' nobjs] */
 	IBCR_SEC_END = 0x7fff,	/* last section: marks a complete image */
 };
 
@@ -153,7 +155,9 @@ struct ibcr_proc {
 	/* exe identity, to refuse a changed binary */
 	uint64_t exe_ino, exe_dev, exe_size, exe_mtime_ns;
 	int32_t exit_status;	/* zombies: as wait(2) reports it */
-	uint32_t pad;
+	uint32_t files_of;	/* 1 + index of the process whose descriptor */
+				/* table this one shares (CLONE_FILES): the */
+				/* first of them in the image; 0: its own */
 };
 
 /*
@@ -365,6 +369,36 @@ enum ibcr_fd_kind {
 				/* waited for the master's reader */
 	IBCR_FD_PTS = 19,	/* pty slave whose master is in the image: aux[0] */
 				/* the index, aux[1] the master's object */
+	IBCR_FD_EXTERNAL = 20,	/* a descriptor leading outside, as saver */
+				/* --external-fd said: data struct ibcr_external */
+	IBCR_FD_OPATH = 21,	/* O_PATH descriptor of any kind of file (a */
+				/* symlink itself with O_NOFOLLOW): path, mode */
+	IBCR_FD_DELDIR = 22,	/* a directory removed while open (or a working */
+				/* directory): where it was, mode, times; owner */
+				/* in FILEATTRS; made again and removed */
+	IBCR_FD_PIDFD = 23,	/* pidfd of a process of the image: data struct */
+				/* ibcr_pidfd; opened by its holder */
+};
+
+/* The data of an IBCR_FD_PIDFD object. */
+struct ibcr_pidfd {
+	int32_t pid;		/* the process it refers to (saved pid): its */
+				/* holder, the holder's parent or a child of it */
+	uint32_t thread;	/* 1: PIDFD_THREAD (of that main thread) */
+};
+
+/* What the restore puts at a descriptor that leads outside (saver --external-fd). */
+enum ibcr_ext_action {
+	IBCR_EXT_CLOSE = 1,	/* nothing: the descriptor is closed */
+	IBCR_EXT_NULL = 2,	/* /dev/null, with the saved access mode and flags */
+	IBCR_EXT_INHERIT = 3,	/* restart-loader's own descriptor of that number */
+	IBCR_EXT_TTY = 4,	/* restart-loader's controlling terminal */
+};
+
+/* The data of an IBCR_FD_EXTERNAL object. */
+struct ibcr_external {
+	uint32_t action;	/* enum ibcr_ext_action */
+	int32_t fd;		/* the descriptor's number in its process */
 };
 
 /* A pty pair's terminal state, the data of its IBCR_FD_PTMX object. */
@@ -425,6 +459,50 @@ struct ibcr_fobj {
 	uint64_t data_off;	/* bytes it holds (unread pipe data), in */
 	uint64_t data_len;	/* the section's data area */
 	uint64_t aux[4];	/* per kind, see ibcr_fd_kind */
+};
+
+/*
+ * FILEATTRS section: image-wide, after FILEDATA, one record per object
+ * of FILEOBJS, in its order: what an open file description or its file
+ * has beyond struct ibcr_fobj. An image without it has zeros here.
+ */
+#define IBCR_FATTR_DATA 0x1	/* its bytes are in FILEDATA: data_off, data_len */
+#define IBCR_FATTR_OWNER 0x2	/* uid, gid, atime_ns hold the file's */
+
+struct ibcr_fattr {
+	uint32_t same_file;	/* DELETED, MEMFD: 1 + index of an earlier object */
+				/* that is this very file (it holds the bytes) */
+	uint32_t flags;		/* IBCR_FATTR_* */
+	uint32_t uid, gid;	/* DELETED, MEMFD: the file's owner */
+	uint64_t atime_ns;	/* DELETED, MEMFD: (mtime_ns is in the object) */
+	uint64_t data_off;	/* its record in FILEDATA's payload: */
+	uint64_t data_len;	/* nextents struct ibcr_extent, then their bytes */
+	uint32_t nextents;
+	uint32_t data_sum;	/* file_sum() of the record */
+	int32_t owner_pid;	/* F_GETOWN_EX: tid, pid or pgid; 0: none */
+	uint32_t owner_type;	/* F_OWNER_TID 0, F_OWNER_PID 1, F_OWNER_PGRP 2 */
+	uint32_t sig;		/* F_GETSIG: 0 is SIGIO */
+	uint32_t lease;		/* F_GETLEASE + 1 (1 read, 2 write), 0: none */
+	int32_t async_pid;	/* O_ASYNC: the process and fd whose number its */
+	int32_t async_fd;	/* signals name (si_fd), as the saver saw it first */
+	uint32_t mode;		/* PTMX: its slave's permission bits (uid, gid: */
+				/* its owner, flag OWNER) */
+	int32_t ctty_sid;	/* PTMX: the session whose controlling terminal */
+	int32_t fg_pgrp;	/* the slave is, and its foreground group; 0: none */
+	uint32_t pty_input;	/* PTMX: bytes of input the slave's reader had not */
+				/* read (non-canonical), after the pending output */
+};
+
+/*
+ * FILEDATA section: image-wide, after FILEOBJS, flag CRC_PER_REGION (its
+ * data_crc is unused): the records of the files whose bytes the image
+ * holds, each 8-byte aligned, as its FILEATTRS record says. A record is
+ * the file's data extents (SEEK_DATA, SEEK_HOLE: holes stay holes), then
+ * their bytes, extent after extent. It is read a piece at a time, not
+ * held in memory: a file may be larger than memory.
+ */
+struct ibcr_extent {
+	uint64_t off, len;
 };
 
 struct ibcr_fileobjs_hdr {
@@ -558,6 +636,9 @@ enum ibcr_vma_kind {
 #define IBCR_VMAF_NAMED 0x200	/* SHMEM: a file (tmpfs or mapped writable */
 				/* shared) whose mapped content is saved; */
 				/* the region's name is its path */
+#define IBCR_VMAF_OBJFILE 0x800	/* FILE with DELETED: a deleted file or memfd */
+				/* that is a file object of the image (by */
+				/* file_dev, file_ino): mapped from it */
 #define IBCR_VMAF_THP 0x400	/* had transparent huge pages (with */
 				/* IBCR_MADV_HUGEPAGE: filled so that the */
 				/* kernel gives them again) */

@@ -159,6 +159,53 @@ static int dec_fileobjs(struct img_reader *r, const uint8_t *p, uint64_t n,
 	return 0;
 }
 
+/* Each object's record, checked against FILEDATA's bounds and the objects. */
+static int dec_fattrs(struct img_reader *r, const uint8_t *p, uint64_t n,
+		      struct ibcr_files *f, struct ibcr_err *e)
+{
+	if (n != (uint64_t)f->nobjs * sizeof(struct ibcr_fattr))
+		return ibcr_fail(e, "image %s: FILEATTRS section does not match the %u file "
+				 "objects", r->path, f->nobjs);
+	memcpy(f->attrs, p, n);
+	for (uint32_t i = 0; i < f->nobjs; i++) {
+		const struct ibcr_fattr *a = &f->attrs[i];
+
+		if (a->same_file > i || ((a->flags & IBCR_FATTR_DATA) &&
+		    (a->data_off > f->filedata_size || a->data_len > f->filedata_size - a->data_off ||
+		     (uint64_t)a->nextents * sizeof(struct ibcr_extent) > a->data_len)))
+			return ibcr_fail(e, "image %s: the attributes of file object %u are "
+					 "malformed", r->path, i);
+	}
+	return 0;
+}
+
+/* FILEDATA's place (read a piece at a time), then FILEATTRS. */
+static int load_fattrs(struct img_reader *r, struct ibcr_files *f, struct ibcr_err *e)
+{
+	int rc = 0;
+
+	f->filedata_fd = r->fd;
+	f->attrs = xcalloc(f->nobjs + 1, sizeof(*f->attrs));
+	for (uint32_t i = 0; i < r->nsecs; i++)
+		if (r->secs[i].h.type == IBCR_SEC_FILEDATA) {
+			if (f->filedata_off)
+				return ibcr_fail(e, "image %s: two FILEDATA sections", r->path);
+			f->filedata_off = r->secs[i].payload;
+			f->filedata_size = r->secs[i].h.size;
+		}
+	for (uint32_t i = 0; i < r->nsecs && !rc; i++) {
+		uint8_t *p;
+
+		if (r->secs[i].h.type != IBCR_SEC_FILEATTRS)
+			continue;
+		if (imgr_payload(r, i, &p, e))
+			return -1;
+		rc = dec_fattrs(r, p, r->secs[i].h.size, f, e);
+		free(p);
+	}
+	return rc;
+}
+
 int imgr_load_files(struct img_reader *r, struct ibcr_files *f, struct ibcr_err *e)
 {
 	memset(f, 0, sizeof(*f));
@@ -178,6 +225,10 @@ int imgr_load_files(struct img_reader *r, struct ibcr_files *f, struct ibcr_err 
 			ibcr_files_free(f);
 			return -1;
 		}
+	}
+	if (load_fattrs(r, f, e)) {
+		ibcr_files_free(f);
+		return -1;
 	}
 	return 0;
 }
@@ -347,6 +398,7 @@ void ibcr_files_free(struct ibcr_files *f)
 	free(f->objs);
 	free(f->paths);
 	free(f->data);
+	free(f->attrs);
 	memset(f, 0, sizeof(*f));
 }
 

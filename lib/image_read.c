@@ -35,6 +35,8 @@ const char *ibcr_sec_type_name(uint32_t type)
 	case IBCR_SEC_SECCOMP: return "SECCOMP";
 	case IBCR_SEC_PATTRS: return "PATTRS";
 	case IBCR_SEC_TATTRS: return "TATTRS";
+	case IBCR_SEC_FILEDATA: return "FILEDATA";
+	case IBCR_SEC_FILEATTRS: return "FILEATTRS";
 	case IBCR_SEC_END: return "END";
 	}
 	return "unknown";
@@ -119,6 +121,11 @@ static int read_sec(struct img_reader *r, uint32_t n, uint64_t off,
 				 ibcr_sec_type_name(h->type), n, (unsigned long long)off,
 				 (unsigned long long)(s->payload + h->size),
 				 (unsigned long long)r->size);
+	/* an image-wide section nobody reads would be ignored: refused */
+	if (!strcmp(ibcr_sec_type_name(h->type), "unknown"))
+		return ibcr_fail(e, "image %s: section %u at offset %llu has type %u, which "
+				 "this reader does not know", r->path, n, (unsigned long long)off,
+				 h->type);
 	if (h->type != IBCR_SEC_END && h->proc != IBCR_PROC_NONE &&
 	    h->proc >= r->hdr.nprocs)
 		return ibcr_fail(e, "image %s: %s section %u names process %u of %u",

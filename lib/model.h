@@ -76,6 +76,10 @@ struct ibcr_files {
 	struct ibcr_fobj *objs;
 	char **paths;
 	uint8_t **data;		/* each object's data_len bytes, or NULL */
+	struct ibcr_fattr *attrs;	/* each object's (FILEATTRS; zeros without) */
+	uint64_t filedata_off;	/* reader: file offset of FILEDATA's payload */
+	uint64_t filedata_size;
+	int filedata_fd;	/* reader: the image, to read FILEDATA from */
 };
 
 /* The image's SysV shared memory segments (SYSVSHM section). */

@@ -50,6 +50,13 @@ struct restore {
 	struct poke *pokes;
 	uint32_t nshm;		/* the image's shared memory objects */
 	const struct shm_obj *shm;
+	/* a descriptor table shared with other processes (fdtable.c) */
+	uint32_t nmembers;	/* its leader: how many share it */
+	int grp[4];		/* the group's pipes: placed (r, w), done (r, w) */
+	int *keep;		/* its leader: the members' own descriptors */
+	uint32_t nkeep;
+	const struct job *jobs;	/* the image's processes (their pids, once forked) */
+	uint32_t njobs;
 };
 
 /* creds.c: can the loader give every thread its credentials and sandbox? */
@@ -111,6 +118,9 @@ int restore_locks(const struct restore *rs, struct ibcr_err *e);
 /* plan.c (child): maps the hole, fills it, returns where to jump */
 int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	       uint64_t *sp, struct ibcr_err *e);
+
+/* child.c: a restore's failure, said on its status pipe; exits */
+__attribute__((noreturn)) void child_fail(int fd, const struct ibcr_err *e);
 
 /* finalize.c (parent) */
 int finalize(pid_t child, int status_fd, int control_fd, int verbose,
@@ -200,7 +210,7 @@ int find_free(const struct ibcr_process_state *const *ps, uint32_t nps, size_t s
 /* tree.c: processes come back as the tree they were */
 void tree_link(struct job *j, uint32_t n);
 int tree_start(struct job *j, uint32_t n, int base, int verbose);
-pid_t fork_as(pid_t want, int *exact, int verbose);
+pid_t fork_as(pid_t want, unsigned long flags, int *exact, int verbose);
 
 /* IBCR_TRACE set and not empty: report each step of the restore. */
 static inline int trace_on(void)

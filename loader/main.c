@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fdkinds.h"
 #include "loader.h"
 
 void run_child(struct restore *rs);
@@ -299,7 +300,8 @@ static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files 
 		struct job *x = &j[i];
 
 		x->rs = (struct restore){ .r = r, .ps = &x->ps, .proc = i, .exe_fd = -1,
-					  .verbose = verbose, .files = files };
+					  .verbose = verbose, .files = files, .jobs = j,
+					  .njobs = r->hdr.nprocs };
 		if (imgr_load_process(r, i, &x->ps, e))
 			return -1;
 		if (is_zombie(x))
@@ -400,6 +402,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	t_filled = now_ms();
+	/* every process exists: I/O signal owners, leases (before any resumes) */
+	if (fdattr_finish(j, r.hdr.nprocs, &files, obj_fds, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		kill_all(j, r.hdr.nprocs);
+		return 1;
+	}
 	shm_remove_dead(&sysv);
 	/* the processes have them: a pipe's end held here would hide its EOF */
 	for (uint32_t i = 0; i < files.nobjs; i++)

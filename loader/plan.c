@@ -53,27 +53,41 @@ static size_t blob_size(void)
 	return (size_t)(ibcr_core_blob_end - ibcr_core_blob);
 }
 
+/*
+ * Every byte that build_plan takes, with each take's alignment padding
+ * (at most 63 bytes), per record: an estimate that fell short by the
+ * special-mapping slot and closed fd each region also takes aborted the
+ * restore of a process with tens of thousands of regions ("hole too
+ * small").
+ */
+#define PAD 64
+
 static size_t hole_size(const struct restore *rs, size_t pg)
 {
 	const struct ibcr_process_state *ps = rs->ps;
-	size_t n = blob_size() + sizeof(struct plan) +
-		   CORE_STACK + BOUNCE + 64 * 1024;
+	size_t n = blob_size() + pg + sizeof(struct plan) + CORE_STACK + BOUNCE + 32 * PAD;
 
-	n += ps->nvmas * (sizeof(struct plan_vma) + 16) + ps->nruns * sizeof(struct ibcr_run);
+	n += strlen(rs->r->path) + 1;
+	n += (ps->nvmas + 1) * (sizeof(struct plan_vma) + sizeof(struct plan_special) +
+				sizeof(int32_t) + PAD / 8) + (ps->nruns + 1) * sizeof(struct ibcr_run);
+	n += ps->nvmas + 1 + 4 * PAD;	/* the fd list, the exe fd, the tables' padding */
 	for (uint32_t i = 0; i < ps->nvmas; i++)
 		n += strlen(ps->vma_names[i]) + 1;
 	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {
 		const struct ibcr_thread_state *t = &ps->threads[i];
 
-		n += sizeof(struct plan_thread) + CORE_STACK + 64 +
+		n += sizeof(struct plan_thread) + CORE_STACK + 3 * PAD +
 		     arch_frame_size(t->rec.fpregs_size) +
-		     (size_t)(t->rec.nsiginfo + t->rec.nsiginfo_shared) * IBCR_SIGINFO_SIZE;
+		     (size_t)(t->rec.nsiginfo + t->rec.nsiginfo_shared + 2) * IBCR_SIGINFO_SIZE;
 	}
-	n += IBCR_NSIG * sizeof(struct ibcr_sigaction) + 64 * 8 + 64 * 4;
-	n += (rs->nshm + 8) * 2 * sizeof(struct plan_range);
+	n += sizeof(((struct ibcr_proc *)0)->auxv) + IBCR_NSIG * sizeof(struct ibcr_sigaction);
+	n += (rs->nshm + 1) * sizeof(struct plan_range);	/* plan_shm */
+	/* plan_unmap: what it keeps (hole, specials, shm objects) and the gaps */
+	n += 2 * (3 + ps->nvmas + rs->nshm) * sizeof(struct plan_range);
 	n += creds_plan_size(rs);
 	for (uint32_t i = 0; i < rs->npokes; i++)
-		n += sizeof(struct plan_poke) + rs->pokes[i].len + 16;
+		n += sizeof(struct plan_poke) + rs->pokes[i].len + PAD;
+	n += sizeof(struct plan_poke);
 	return (n + pg - 1) & ~(pg - 1);
 }
 

@@ -5,6 +5,7 @@
  * ones the image was taken with. A failure here leaves nothing behind.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include "cpu.h"
 #include "crc32c.h"
+#include "fdkinds.h"
 #include "loader.h"
 #include "procfs.h"
 
@@ -29,10 +31,14 @@ int preflight_files(const struct ibcr_files *f, struct ibcr_err *e)
 		struct stat st;
 
 		if (o->kind != IBCR_FD_REG && o->kind != IBCR_FD_DIR &&
-		    o->kind != IBCR_FD_CHR && o->kind != IBCR_FD_FIFO)
+		    o->kind != IBCR_FD_CHR && o->kind != IBCR_FD_FIFO && o->kind != IBCR_FD_OPATH)
 			continue;
-		if (stat(path, &st))
+		if ((o->kind == IBCR_FD_OPATH && (o->flags & O_NOFOLLOW) ? lstat(path, &st) :
+		     stat(path, &st)))
 			return ibcr_fail_errno(e, errno, "open file %s", path);
+		if (o->kind == IBCR_FD_OPATH && (st.st_mode & S_IFMT) != (o->mode & S_IFMT))
+			return ibcr_fail(e, "O_PATH descriptor of %s: it is no longer the same kind "
+					 "of file", path);
 		if ((o->kind == IBCR_FD_REG && !S_ISREG(st.st_mode)) ||
 		    (o->kind == IBCR_FD_DIR && !S_ISDIR(st.st_mode)) ||
 		    (o->kind == IBCR_FD_CHR && !S_ISCHR(st.st_mode)) ||
@@ -54,8 +60,8 @@ static int check_mapped_files(const struct ibcr_process_state *ps, struct ibcr_e
 		const char *path = ps->vma_names[i];
 		struct stat st;
 
-		if (v->kind != IBCR_VMA_FILE)
-			continue;
+		if (v->kind != IBCR_VMA_FILE || (v->flags & IBCR_VMAF_OBJFILE))
+			continue;	/* (a file object of the image: made by the loader) */
 		if (stat(path, &st))
 			return ibcr_fail_errno(e, errno, "mapped file %s", path);
 		if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != v->file_size ||
@@ -122,14 +128,29 @@ static int check_specials(const struct ibcr_process_state *ps, struct ibcr_err *
 	return rc;
 }
 
+static int cwd_removed(const struct ibcr_process_state *ps, const struct ibcr_files *f)
+{
+	size_t n = strlen(ps->cwd), k = strlen(" (deleted)");
+
+	if (n <= k || strcmp(ps->cwd + n - k, " (deleted)"))
+		return 0;
+	for (uint32_t i = 0; i < f->nobjs; i++)
+		if (f->objs[i].kind == IBCR_FD_DELDIR && !strncmp(f->paths[i], ps->cwd, n - k) &&
+		    !f->paths[i][n - k])
+			return 1;
+	return 0;
+}
+
 int preflight(struct restore *rs, struct ibcr_err *e)
 {
 	const struct ibcr_process_state *ps = rs->ps;
 	struct stat st;
 
-	if (stat(ps->cwd, &st) || !S_ISDIR(st.st_mode))
+	/* a removed one is made again (a DELDIR object): its parent must be there */
+	if (!cwd_removed(ps, rs->files) && (stat(ps->cwd, &st) || !S_ISDIR(st.st_mode)))
 		return ibcr_fail(e, "working directory %s does not exist", ps->cwd);
-	if (ibcr_check_fds(ps, rs->files, e) || check_mapped_files(ps, e) || check_specials(ps, e) ||
+	if (ibcr_check_fds(ps, rs->files, e) || external_preflight(rs, e) ||
+	    check_mapped_files(ps, e) || check_specials(ps, e) ||
 	    verbs_preflight(ps, e) || attrs_preflight(rs, e))
 		return -1;
 	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {

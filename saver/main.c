@@ -18,16 +18,21 @@
 #include <string.h>
 
 #include "buf.h"
+#include "external.h"
 #include "ptrace_util.h"
 #include "saver.h"
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: saver [--tree] [--kill | --stop] [--compress[=CODEC[:LEVEL]]] [--direct | --cached] -o IMAGE PID...\n"
+	fprintf(f, "usage: saver [--tree] [--kill | --stop] [--compress[=CODEC[:LEVEL]]] [--direct | --cached] [--external-fd SPEC]... -o IMAGE PID...\n"
 		   "  -o, --output IMAGE  write the checkpoint to IMAGE\n"
 		   "  -t, --tree          also every descendant of each PID\n"
 		   "  -k, --kill          kill the processes once the image is complete\n"
 		   "      --tcp-close     give up established TCP connections (restored broken)\n"
+		   "      --external-fd [PID:]FD:close|null|inherit|tty\n"
+		   "                      what the restore puts at FD, which leads outside the\n"
+		   "                      image (of process PID, or of every one): nothing,\n"
+		   "                      /dev/null, restart-loader's own FD, or its terminal\n"
 		   "      --sysv-ipc=used|all\n"
 		   "                      SysV semaphore sets and queues to save: those the\n"
 		   "                      processes used last (default), or all they may use\n"
@@ -163,7 +168,7 @@ static int write_sysv(struct img_writer *w, const struct ibcr_sysv *sysv,
 }
 
 static int write_image(const char *out, struct target *t, uint32_t n,
-		       const struct fobjs *objs, const struct ibcr_sysv *sysv,
+		       struct fobjs *objs, const struct ibcr_sysv *sysv,
 		       const struct ibcr_sysvipc *ipc, const struct image_opt *c,
 		       uint64_t *direct_bytes, struct ibcr_err *e)
 {
@@ -174,7 +179,11 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 	if (imgw_open(&w, out, ibcr_host_arch(), n, want ? IMGW_DIRECT : 0, e))
 		return -1;
 	enc_fileobjs(&b, &objs->f);
-	if (imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p, b.len, e))
+	if (imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p, b.len, e) ||
+	    filedata_write(&w, objs, e) ||
+	    (objs->f.nobjs && imgw_section(&w, IBCR_SEC_FILEATTRS, IBCR_PROC_NONE, NULL,
+					  objs->f.attrs, sizeof(*objs->f.attrs) * objs->f.nobjs,
+					  e)))
 		goto fail;
 	if (write_sysv(&w, sysv, ipc, e))
 		goto fail;
@@ -286,6 +295,7 @@ int main(int argc, char **argv)
 		{ "cached", no_argument, NULL, 'C' },
 		{ "tree", no_argument, NULL, 't' },
 		{ "tcp-close", no_argument, NULL, 'T' },
+		{ "external-fd", required_argument, NULL, 'X' },
 		{ "sysv-ipc", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -312,6 +322,13 @@ int main(int argc, char **argv)
 		case 'N': snapshots = 0; break;
 		case 't': tree = 1; break;
 		case 'T': objs.tcp_close = 1; break;
+		case 'X':
+			if (external_parse(optarg, &objs)) {
+				fprintf(stderr, "saver: --external-fd=%s: expected [PID:]FD:ACTION, "
+					"ACTION close, null, inherit or tty\n", optarg);
+				return 2;
+			}
+			break;
 		case 'I':
 			if (strcmp(optarg, "used") && strcmp(optarg, "all")) {
 				fprintf(stderr, "saver: --sysv-ipc=%s: expected used or all\n", optarg);
@@ -374,7 +391,8 @@ int main(int argc, char **argv)
 	if (!rc)	/* still stopped: the values and messages are theirs */
 		rc = sysvipc_capture(t, n, ipc_all, &ipc, &e);
 	s.captured = now_ms();
-	if (!rc && how == RELEASE_RUN && snapshots) {
+	/* files read while writing must not change: no snapshot then */
+	if (!rc && how == RELEASE_RUN && snapshots && !objs.keep_stopped) {
 		rc = snapshot_all(t, n, &e);
 		released = rc == 1;
 		if (released)
@@ -391,6 +409,7 @@ int main(int argc, char **argv)
 	s.written = now_ms();
 	for (uint32_t i = 0; i < n; i++)
 		snapshot_destroy(&t[i]);
+	filedata_free(&objs);
 	if (rc) {
 		fprintf(stderr, "saver: %s\n", e.msg);
 		how = RELEASE_RUN;	/* never kill what we could not save */

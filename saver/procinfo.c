@@ -37,6 +37,8 @@ static int read_stat(struct target *t, struct ibcr_err *e)
 	r->ppid = (int32_t)f[4];
 	r->pgid = (int32_t)f[5];
 	r->sid = (int32_t)f[6];
+	t->tty_nr = (uint32_t)f[7];
+	t->tpgid = (int32_t)f[8];
 	r->start_code = f[26];
 	r->end_code = f[27];
 	r->start_stack = f[28];

@@ -33,6 +33,8 @@ struct target {
 	int vmflags_guessed;	/* vmas' flags from pre, to be verified */
 	uint32_t vmflags_fixed;	/* regions whose guessed flags were wrong */
 	unsigned long ptopts;	/* our ptrace options on it (creds.c: seccomp suspended) */
+	uint32_t tty_nr;	/* its controlling terminal (stat), 0: none */
+	int32_t tpgid;		/* that terminal's foreground group, or -1 */
 	struct ibcr_process_state ps;
 };
 
@@ -75,6 +77,12 @@ int capture_creds(struct target *t, struct ibcr_err *e);
 int write_creds(struct target *t, uint32_t proc, struct img_writer *w, struct ibcr_err *e);
 /* seccomp.c: every thread's filters into t->ps.priv */
 int capture_seccomp(struct target *t, struct ibcr_err *e);
+/* external.c: saver --external-fd [PID:]FD:ACTION (pid 0: every process) */
+struct ext_rule {
+	pid_t pid;
+	int fd;
+	uint32_t action;	/* enum ibcr_ext_action */
+};
 
 /* files.c: the image's open file descriptions, being collected */
 struct fobjs {
@@ -83,9 +91,19 @@ struct fobjs {
 	int *rep_fd;
 	uint32_t cap;
 	int tcp_close;		/* --tcp-close: give up established TCP */
+	struct ext_rule *ext;	/* --external-fd */
+	uint32_t next;
+	struct fdata *fdata;	/* per object: bytes of a deleted file or memfd */
+	uint64_t held_bytes;	/* of them, read in the freeze */
+	int keep_stopped;	/* some are read while writing: no snapshot */
 };
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e);
+/* A new object of pid's fd (or -1: of no descriptor), path link; its index. */
+uint32_t fobjs_add(struct fobjs *o, pid_t pid, int fd, const char *link);
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e);
+/* filedata.c: FILEDATA (the files' bytes), then the objects' FILEATTRS */
+int filedata_write(struct img_writer *w, struct fobjs *o, struct ibcr_err *e);
+void filedata_free(struct fobjs *o);
 
 /* memory.c */
 int capture_memory_map(struct target *t, struct ibcr_err *e);

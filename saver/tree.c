@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "buf.h"
 #include "procfs.h"
@@ -61,6 +62,12 @@ static int zombie_record(struct target *t, int exit_code, struct ibcr_err *e)
 	t->ps.rec.flags = IBCR_PROCF_ZOMBIE;
 	t->ps.rec.exit_status = exit_code;
 	t->zombie = 1;
+	/* a restore makes the status again by dying the same way, without a core */
+	if (WIFSIGNALED(exit_code) && WCOREDUMP(exit_code))
+		return ibcr_fail(e, "pid %d: zombie (child of %d) died of signal %d and dumped "
+				 "core: a restore cannot make that exit status again without "
+				 "dumping core: not supported", (int)t->pid, ppid,
+				 WTERMSIG(exit_code));
 	t->ps.exe = xstrdup("");
 	t->ps.cwd = xstrdup("");
 	t->ps.cmdline = xstrdup("");

@@ -20,6 +20,7 @@
 
 #include "compress.h"
 #include "ibcr_verbs_abi.h"
+#include "filedata.h"
 #include "image_io.h"
 
 /* Registers are arch-specific; these offsets work for either image. */
@@ -45,7 +46,10 @@ static const char *kind_name(const struct ibcr_vma *v)
 		return (v->flags & IBCR_VMAF_HEAP) ? "heap" :
 		       (v->flags & IBCR_VMAF_STACK) ? "stack" :
 		       (v->flags & IBCR_VMAF_DELETED) ? "anon(copy)" : "anon";
-	case IBCR_VMA_FILE: return (v->flags & IBCR_VMAF_SHARED) ? "file-shared" : "file";
+	case IBCR_VMA_FILE:
+		if (v->flags & IBCR_VMAF_OBJFILE)
+			return (v->flags & IBCR_VMAF_SHARED) ? "objfile-shared" : "objfile";
+		return (v->flags & IBCR_VMAF_SHARED) ? "file-shared" : "file";
 	case IBCR_VMA_SHMEM: return "shmem";
 	case IBCR_VMA_SPECIAL: return "kernel";
 	case IBCR_VMA_DEVICE: return "device";
@@ -75,6 +79,10 @@ static const char *fd_kind(uint32_t k)
 	case IBCR_FD_TTY: return "tty";
 	case IBCR_FD_PTMX: return "ptmx";
 	case IBCR_FD_PTS: return "pts";
+	case IBCR_FD_EXTERNAL: return "extern";
+	case IBCR_FD_OPATH: return "o_path";
+	case IBCR_FD_DELDIR: return "deldir";
+	case IBCR_FD_PIDFD: return "pidfd";
 	}
 	return "?";
 }
@@ -222,10 +230,30 @@ static void print_inet(const struct ibcr_fobj *o, const uint8_t *data)
 	}
 }
 
+static void print_external(const struct ibcr_fobj *o, const uint8_t *data)
+{
+	static const char *const what[] = { "?", "closed", "/dev/null", "restart-loader's own",
+					    "restart-loader's terminal" };
+	struct ibcr_external x = { 0, 0 };
+
+	if (o->data_len == sizeof(x) && data)
+		memcpy(&x, data, sizeof(x));
+	printf(" (restored as %s)", what[x.action <= IBCR_EXT_TTY ? x.action : 0]);
+}
+
+/* --verify reads the files' bytes only for their sums */
+static int skip_piece(void *arg, uint64_t off, const uint8_t *p, size_t n)
+{
+	(void)arg, (void)off, (void)p, (void)n;
+	return 0;
+}
+
 static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process_state *ps,
 			  const struct ibcr_files *files)
 {
 	printf("process %u: pid %d (%s) exe %s\n", idx, ps->rec.pid, ps->rec.comm, ps->exe);
+	if (ps->rec.flags & IBCR_PROCF_ZOMBIE)
+		printf("  zombie, wait status %#x\n", (unsigned)ps->rec.exit_status);
 	printf("  cwd %s  uid %u gid %u  ppid %d pgid %d sid %d\n", ps->cwd,
 	       ps->rec.uid[0], ps->rec.gid[0], ps->rec.ppid, ps->rec.pgid, ps->rec.sid);
 	print_threads(arch, ps);
@@ -241,7 +269,17 @@ static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process
 		       (unsigned long long)o->pos, ps->fds[i].obj, files->paths[ps->fds[i].obj]);
 		if (o->kind == IBCR_FD_INET)
 			print_inet(o, files->data[ps->fds[i].obj]);
-		if (o->data_len)
+		if (o->kind == IBCR_FD_EXTERNAL)
+			print_external(o, files->data[ps->fds[i].obj]);
+		else if (files->attrs[ps->fds[i].obj].same_file)
+			printf(" (the file of obj %u)", files->attrs[ps->fds[i].obj].same_file - 1);
+		else if (files->attrs[ps->fds[i].obj].flags & IBCR_FATTR_DATA)
+			printf(" (%llu bytes in it) in %u extent(s)",
+			       (unsigned long long)(files->attrs[ps->fds[i].obj].data_len -
+						    files->attrs[ps->fds[i].obj].nextents *
+						    sizeof(struct ibcr_extent)),
+			       files->attrs[ps->fds[i].obj].nextents);
+		else if (o->data_len)
 			printf(" (%llu bytes in it)", (unsigned long long)o->data_len);
 		printf("\n");
 	}
@@ -333,6 +371,10 @@ int main(int argc, char **argv)
 		if (!rc)
 			ibcr_process_free(&ps);
 	}
+	for (uint32_t i = 0; i < files.nobjs && !rc && verify; i++)
+		if ((files.attrs[i].flags & IBCR_FATTR_DATA) &&
+		    filedata_walk(r.fd, &files, i, skip_piece, NULL, &e))
+			rc = 1;
 	if (rc)
 		fprintf(stderr, "ckpt-info: %s\n", e.msg);
 	else if (verify)
