@@ -50,6 +50,8 @@ enum ibcr_sec_type {
 	IBCR_SEC_SYSVSHM = 9,	/* image-wide: SysV shared memory segments */
 	IBCR_SEC_SYSVSEM = 10,	/* image-wide: SysV semaphore sets */
 	IBCR_SEC_SYSVMSG = 11,	/* image-wide: SysV message queues */
+	IBCR_SEC_CREDS = 12,	/* struct ibcr_creds_hdr + per-thread records */
+	IBCR_SEC_SECCOMP = 13,	/* struct ibcr_seccomp_hdr + filters + programs */
 	IBCR_SEC_PATTRS = 14,	/* struct ibcr_pattrs + cgroup path */
 	IBCR_SEC_TATTRS = 15,	/* struct ibcr_tattrs[nthreads] */
 	IBCR_SEC_FILEDATA = 16,	/* image-wide: bytes of deleted files and memfds */
@@ -119,7 +121,7 @@ struct ibcr_end {
 #define IBCR_MAX_AUXV 64	/* 64-bit words, as the kernel's saved_auxv */
 
 /* Process flags. */
-#define IBCR_PROCF_SECCOMP 0x1	/* had a seccomp filter (not restored) */
+#define IBCR_PROCF_SECCOMP 0x1	/* a thread is under seccomp (CREDS, SECCOMP) */
 #define IBCR_PROCF_ZOMBIE 0x2	/* exited, not reaped: PROC only, exit_status */
 #define IBCR_PROCF_STOPPED 0x4	/* stopped by job control: restored stopped */
 
@@ -135,9 +137,10 @@ struct ibcr_proc {
 	uint32_t umask;
 	uint32_t personality;
 	uint32_t flags;		/* IBCR_PROCF_* */
+	/* the main thread's, for ckpt-info; CREDS holds what is restored */
 	uint32_t uid[4];	/* real, effective, saved, filesystem */
 	uint32_t gid[4];
-	uint32_t ngroups;
+	uint32_t ngroups;	/* the first 32 at most */
 	uint32_t groups[32];
 	uint32_t auxv_words;	/* used entries of auxv[] */
 	/* mm fields, as PR_SET_MM_MAP takes them */
@@ -155,6 +158,63 @@ struct ibcr_proc {
 	uint32_t files_of;	/* 1 + index of the process whose descriptor */
 				/* table this one shares (CLONE_FILES): the */
 				/* first of them in the image; 0: its own */
+};
+
+/*
+ * CREDS section: one per process (not zombies), after its THREADs.
+ * struct ibcr_creds_hdr, nthreads records in THREAD order, ngroups u32
+ * group ids (each record's list from its group0; threads with the same
+ * list share it), then the root directory (root_len bytes with its NUL,
+ * as /proc/PID/root reads from the saver).
+ */
+struct ibcr_creds_hdr {
+	uint32_t nthreads;
+	uint32_t ngroups;
+	uint32_t dumpable;	/* PR_GET_DUMPABLE: 0, 1, or 2 (root only) */
+	uint32_t root_len;
+};
+
+#define IBCR_CREDF_NO_NEW_PRIVS 0x1
+
+enum ibcr_seccomp_mode {
+	IBCR_SECCOMP_OFF = 0,
+	IBCR_SECCOMP_STRICT = 1,
+	IBCR_SECCOMP_FILTER = 2,
+};
+
+/* One thread's credentials and sandbox. Capability sets: bit n = cap n. */
+struct ibcr_creds {
+	uint32_t uid[4];	/* real, effective, saved, filesystem */
+	uint32_t gid[4];
+	uint64_t cap_eff, cap_prm, cap_inh, cap_bnd, cap_amb;
+	uint32_t securebits;	/* PR_GET_SECUREBITS, lock bits included */
+	uint32_t flags;		/* IBCR_CREDF_* */
+	uint32_t seccomp;	/* enum ibcr_seccomp_mode */
+	uint32_t filter;	/* FILTER: its newest filter, index + 1 in SECCOMP */
+	uint32_t group0, ngroups;	/* its supplementary groups in the table */
+	uint32_t loginuid;	/* audit; 0xffffffff: never set */
+	uint32_t sessionid;	/* audit session, informational (not restorable) */
+};
+
+/*
+ * SECCOMP section: one per process that has filters. struct
+ * ibcr_seccomp_hdr, nfilters records, ninsns classic BPF instructions
+ * (struct sock_filter, 8 bytes each). A record is a node of the
+ * kernel's filter tree: the filter it was installed on top of comes
+ * first (prev, index + 1; 0 for the first of a chain). Threads whose
+ * filters are equal, in the same order, share the records: that is how
+ * the kernel shares them after TSYNC or a clone.
+ */
+struct ibcr_seccomp_hdr {
+	uint32_t nfilters;
+	uint32_t ninsns;
+};
+
+struct ibcr_seccomp_filter {
+	uint32_t prev;		/* index + 1 of the filter below, 0: none */
+	uint32_t flags;		/* SECCOMP_FILTER_FLAG_LOG as the kernel reports it */
+	uint32_t insn0;		/* its program in the instruction table */
+	uint32_t ninsns;
 };
 
 /*

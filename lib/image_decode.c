@@ -557,6 +557,10 @@ static int dec_one(struct img_reader *r, uint32_t proc, uint32_t idx,
 		return dec_vmas(r, proc, p, s->h.size, ps, e);
 	case IBCR_SEC_OPAQUE:
 		return dec_opaque(s, p, ps);
+	case IBCR_SEC_CREDS:
+		return dec_creds(r->path, proc, p, s->h.size, &ps->priv, e);
+	case IBCR_SEC_SECCOMP:
+		return dec_seccomp(r->path, proc, p, s->h.size, &ps->priv, e);
 	case IBCR_SEC_PATTRS:
 		return dec_pattrs(r->path, proc, p, s->h.size, ps, e);
 	case IBCR_SEC_TATTRS:
@@ -609,6 +613,8 @@ int imgr_load_process(struct img_reader *r, uint32_t proc,
 			  r->path, proc);
 		goto fail;
 	}
+	if (!(ps->rec.flags & IBCR_PROCF_ZOMBIE) && ibcr_priv_check(r->path, proc, ps, e))
+		goto fail;
 	return 0;
 fail:
 	ibcr_process_free(ps);
@@ -734,6 +740,7 @@ void ibcr_process_free(struct ibcr_process_state *ps)
 	free(ps->exe);
 	free(ps->cwd);
 	free(ps->cmdline);
+	ibcr_priv_free(&ps->priv);
 	free(ps->cgroup);
 	free(ps->tattrs);
 	memset(ps, 0, sizeof(*ps));

@@ -128,4 +128,15 @@ int dec_pattrs(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
 int dec_tattrs(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
 	       struct ibcr_process_state *ps, struct ibcr_err *e);
 
+/* image_priv.c: CREDS and SECCOMP (privileges and sandbox) */
+void enc_creds(struct buf *b, const struct ibcr_priv *pv);
+void enc_seccomp(struct buf *b, const struct ibcr_priv *pv);
+int dec_creds(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
+	      struct ibcr_priv *pv, struct ibcr_err *e);
+int dec_seccomp(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
+		struct ibcr_priv *pv, struct ibcr_err *e);
+/* A process that is not a zombie has credentials for each thread, filters for each */
+int ibcr_priv_check(const char *path, uint32_t proc, const struct ibcr_process_state *ps,
+		    struct ibcr_err *e);
+
 #endif

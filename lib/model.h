@@ -32,6 +32,17 @@ struct ibcr_blockref {
 	uint32_t raw_len, stored_len, codec, raw_crc;
 };
 
+/* Privileges and sandbox of one process: CREDS and SECCOMP (image_priv.c). */
+struct ibcr_priv {
+	struct ibcr_creds_hdr hdr;
+	struct ibcr_creds *creds;	/* hdr.nthreads, in THREAD order */
+	uint32_t *groups;		/* hdr.ngroups */
+	char *root;			/* root directory */
+	uint32_t nfilters, ninsns;
+	struct ibcr_seccomp_filter *filters;
+	uint64_t *insns;		/* struct sock_filter, 8 bytes each */
+};
+
 struct ibcr_process_state {
 	struct ibcr_proc rec;
 	char *exe, *cwd, *cmdline;	/* cmdline: NULs between arguments */
@@ -52,6 +63,7 @@ struct ibcr_process_state {
 	struct ibcr_blockref *blocks;
 	uint32_t nopaque;
 	struct ibcr_opaque *opaque;
+	struct ibcr_priv priv;
 	int has_attrs;		/* PATTRS and TATTRS: none in older images */
 	struct ibcr_pattrs pattrs;
 	char *cgroup;		/* its cgroup v2 path, or NULL */
@@ -91,5 +103,6 @@ struct ibcr_sysvipc {
 void ibcr_process_free(struct ibcr_process_state *ps);
 void ibcr_sysvipc_free(struct ibcr_sysvipc *s);
 void ibcr_files_free(struct ibcr_files *f);
+void ibcr_priv_free(struct ibcr_priv *p);
 
 #endif

@@ -211,7 +211,7 @@ static int next_syscall_stop(pid_t tid, struct sysinfo_head *si, unsigned long *
 	}
 }
 
-int pt_run_until_syscall_exit(pid_t tid, long nr, struct ibcr_err *e)
+int pt_run_until_syscall_entry(pid_t tid, long nr, struct ibcr_err *e)
 {
 	struct sysinfo_head si = { 0 };
 
@@ -219,11 +219,23 @@ int pt_run_until_syscall_exit(pid_t tid, long nr, struct ibcr_err *e)
 		if (next_syscall_stop(tid, &si, NULL, e))
 			return -1;
 	} while (si.op != SYSINFO_ENTRY || (long)si.nr != nr);
+	return 0;
+}
+
+int pt_run_to_syscall_exit(pid_t tid, struct ibcr_err *e)
+{
+	struct sysinfo_head si = { 0 };
+
 	do {
 		if (next_syscall_stop(tid, &si, NULL, e))
 			return -1;
 	} while (si.op != SYSINFO_EXIT);
 	return 0;
+}
+
+int pt_run_until_syscall_exit(pid_t tid, long nr, struct ibcr_err *e)
+{
+	return pt_run_until_syscall_entry(tid, nr, e) || pt_run_to_syscall_exit(tid, e) ? -1 : 0;
 }
 
 int pt_inject_syscall_ev(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],

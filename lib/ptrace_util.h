@@ -59,5 +59,8 @@ int pt_inject_syscall_ev(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
  * system call `nr` (stopped at its exit). Other syscalls pass.
  */
 int pt_run_until_syscall_exit(pid_t tid, long nr, struct ibcr_err *e);
+/* The two halves: to the entry of system call nr, then on to its exit. */
+int pt_run_until_syscall_entry(pid_t tid, long nr, struct ibcr_err *e);
+int pt_run_to_syscall_exit(pid_t tid, struct ibcr_err *e);
 
 #endif

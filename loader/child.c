@@ -46,7 +46,8 @@ void run_child(struct restore *rs)
 	uint64_t entry, sp, all = ~0ull;
 
 	/* first: the cgroup counts what follows */
-	if (attrs_child(rs, &e) || setup_files(rs, &e) || restore_locks(rs, &e))
+	if (attrs_child(rs, &e) || setup_files(rs, &e) || restore_locks(rs, &e) ||
+	    creds_child(rs, &e))
 		child_fail(rs->status_fd, &e);
 	trace(rs->status_fd, "files set up");
 	if (build_plan(rs, &entry, &plan, &sp, &e))

@@ -37,7 +37,9 @@ struct restore {
 	int status_fd;		/* child -> parent */
 	int control_fd;		/* parent -> child */
 	int exact_pid;		/* got the saved PID */
-	int set_creds;
+	uint32_t *cred_flags;	/* per thread, PLAN_CRED_* (creds.c) */
+	int seccomp;		/* a thread is under seccomp */
+	int loginuid_differs;	/* from the loader's: the child writes it */
 	int *map_fds;		/* per region: its file, or -1 */
 	const struct ibcr_files *files;	/* the image's file objects */
 	const int *obj_fds;	/* each one opened by the loader, or -1 */
@@ -56,6 +58,22 @@ struct restore {
 	const struct job *jobs;	/* the image's processes (their pids, once forked) */
 	uint32_t njobs;
 };
+
+/* creds.c: can the loader give every thread its credentials and sandbox? */
+int creds_preflight(struct restore *rs, struct ibcr_err *e);
+/* creds.c (child, before the core): what only the process may set for itself */
+int creds_child(const struct restore *rs, struct ibcr_err *e);
+
+/* plan.c: room in the hole for the parts of the plan built elsewhere */
+struct arena {
+	uint8_t *base;
+	size_t size, used;
+};
+void *arena_take(struct arena *a, size_t n, size_t align);
+struct plan;
+/* credplan.c: each thread's credentials and filters in the plan */
+size_t creds_plan_size(const struct restore *rs);
+void plan_creds(struct plan *p, struct arena *a, const struct restore *rs);
 
 /* tcp.c: established TCP connections, in repair mode until tcp_finish */
 int tcp_repair_on(int s);

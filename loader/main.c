@@ -306,10 +306,8 @@ static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files 
 			return -1;
 		if (is_zombie(x))
 			continue;
-		if (preflight(&x->rs, e))
+		if (preflight(&x->rs, e) || creds_preflight(&x->rs, e))
 			return -1;
-		x->rs.set_creds = geteuid() == 0 && (x->ps.rec.uid[0] || x->ps.rec.uid[1] ||
-						     x->ps.rec.gid[0] || x->ps.rec.gid[1]);
 		if (verbs_pokes(&x->rs, e))
 			return -1;
 	}
@@ -423,8 +421,11 @@ int main(int argc, char **argv)
 		written += j[i].pages.written;
 		if (j[i].pages_open)
 			pages_close(&j[i].pages);
-		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose, &e))
+		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose, &e)) {
 			fprintf(stderr, "restart-loader: pid %d: %s\n", j[i].ps.rec.pid, e.msg);
+			kill_all(j, r.hdr.nprocs);
+			return 1;
+		}
 		/* it was stopped (Ctrl-Z: SIGTSTP): still is, by the same signal */
 		if (j[i].ps.rec.flags & IBCR_PROCF_STOPPED)
 			kill(j[i].child, j[i].ps.pattrs.stop_sig ? (int)j[i].ps.pattrs.stop_sig

@@ -22,11 +22,6 @@
 #define CORE_STACK (64ul << 10)	/* must match the core's thread.c */
 #define BOUNCE (64ul << 10)	/* see the core's fill() */
 
-struct arena {
-	uint8_t *base;
-	size_t size, used;
-};
-
 static void *take(struct arena *a, size_t n, size_t align)
 {
 	size_t at = (a->used + align - 1) & ~(align - 1);
@@ -39,6 +34,11 @@ static void *take(struct arena *a, size_t n, size_t align)
 	p = a->base + at;
 	a->used = at + n;
 	return p;
+}
+
+void *arena_take(struct arena *a, size_t n, size_t align)
+{
+	return take(a, n, align);
 }
 
 static char *take_str(struct arena *a, const char *s)
@@ -84,6 +84,7 @@ static size_t hole_size(const struct restore *rs, size_t pg)
 	n += (rs->nshm + 1) * sizeof(struct plan_range);	/* plan_shm */
 	/* plan_unmap: what it keeps (hole, specials, shm objects) and the gaps */
 	n += 2 * (3 + ps->nvmas + rs->nshm) * sizeof(struct plan_range);
+	n += creds_plan_size(rs);
 	for (uint32_t i = 0; i < rs->npokes; i++)
 		n += sizeof(struct plan_poke) + rs->pokes[i].len + PAD;
 	n += sizeof(struct plan_poke);
@@ -242,10 +243,6 @@ static void plan_process(struct plan *p, struct arena *a, struct restore *rs)
 	p->sigact = sa;
 	memcpy(p->rlim, r->rlim, sizeof(p->rlim));
 	memcpy(p->itimer, r->itimer, sizeof(p->itimer));
-	memcpy(p->uid, r->uid, sizeof(p->uid));
-	memcpy(p->gid, r->gid, sizeof(p->gid));
-	p->ngroups = r->ngroups;
-	memcpy(p->groups, r->groups, sizeof(p->groups));
 	p->nthreads = r->nthreads;
 	p->threads = take(a, sizeof(struct plan_thread) * r->nthreads, 8);
 	for (uint32_t i = 0; i < r->nthreads; i++)
@@ -340,7 +337,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	p->img_fd = rs->r->fd;
 	p->status_fd = rs->status_fd;
 	p->control_fd = rs->control_fd;
-	p->flags = (rs->exact_pid ? PLAN_EXACT_TIDS : 0) | (rs->set_creds ? PLAN_SET_CREDS : 0) |
+	p->flags = (rs->exact_pid ? PLAN_EXACT_TIDS : 0) |
 		   (trace_on() ? PLAN_TRACE : 0) |
 		   (rs->ps->nblocks ? PLAN_FILL_BY_LOADER : 0) |
 		   (getenv("IBCR_NO_UFFD") ? PLAN_NO_UFFD : 0);
@@ -351,6 +348,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 		return -1;
 	plan_vmas(p, &a, rs);
 	plan_process(p, &a, rs);
+	plan_creds(p, &a, rs);
 	attrs_plan(p, rs);
 	plan_fds(p, &a, rs);
 	plan_pokes(p, &a, rs);

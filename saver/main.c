@@ -69,7 +69,7 @@ static int capture(struct target *t, struct fobjs *objs, struct ibcr_err *e)
 
 	pt_stop_signals_seen();
 	pt_group_stop_signal();
-	if (capture_regs(t, e) || capture_injected(t, e) ||
+	if (capture_regs(t, e) || capture_creds(t, e) || capture_injected(t, e) ||
 	    capture_threads(t, e) || capture_procinfo(t, e) || capture_files(t, objs, e) ||
 	    capture_locks(t, e) ||
 	    capture_memory_map(t, e))
@@ -95,6 +95,8 @@ static int write_meta(struct img_writer *w, uint32_t idx, struct target *t,
 		enc_thread(&b, &t->ps.threads[i]);
 		rc = imgw_section(w, IBCR_SEC_THREAD, idx, NULL, b.p, b.len, e);
 	}
+	if (!rc)
+		rc = write_creds(t, idx, w, e);
 	if (!rc)
 		rc = imgw_section(w, IBCR_SEC_SIGACT, idx, NULL, t->ps.sigact,
 				  sizeof(t->ps.sigact), e);

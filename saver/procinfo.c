@@ -73,8 +73,6 @@ static int read_status(struct target *t, struct ibcr_err *e)
 			parse_ids(line + 4, r->uid);
 		else if (!strncmp(line, "Gid:", 4))
 			parse_ids(line + 4, r->gid);
-		else if (!strncmp(line, "Seccomp:", 8) && atoi(line + 8) != 0)
-			r->flags |= IBCR_PROCF_SECCOMP;
 		else if (!strncmp(line, "Groups:", 7)) {
 			char *p = line + 7, *end;
 
@@ -209,8 +207,5 @@ int capture_procinfo(struct target *t, struct ibcr_err *e)
 		return -1;
 	if (!t->tree)
 		warn_children(t);
-	if (t->ps.rec.flags & IBCR_PROCF_SECCOMP)
-		fprintf(stderr, "saver: warning: pid %d has a seccomp filter; it will "
-			"not be restored\n", (int)t->pid);
 	return 0;
 }

@@ -32,6 +32,7 @@ struct target {
 	size_t npre;
 	int vmflags_guessed;	/* vmas' flags from pre, to be verified */
 	uint32_t vmflags_fixed;	/* regions whose guessed flags were wrong */
+	unsigned long ptopts;	/* our ptrace options on it (creds.c: seccomp suspended) */
 	uint32_t tty_nr;	/* its controlling terminal (stat), 0: none */
 	int32_t tpgid;		/* that terminal's foreground group, or -1 */
 	struct ibcr_process_state ps;
@@ -73,6 +74,11 @@ int capture_procinfo(struct target *t, struct ibcr_err *e);
 /* limits.c: soft and hard resource limits, from /proc/PID/limits */
 int read_limits(pid_t pid, uint64_t rlim[IBCR_RLIM_NLIMITS][2], struct ibcr_err *e);
 
+/* creds.c: credentials and sandbox of every thread, before anything is injected */
+int capture_creds(struct target *t, struct ibcr_err *e);
+int write_creds(struct target *t, uint32_t proc, struct img_writer *w, struct ibcr_err *e);
+/* seccomp.c: every thread's filters into t->ps.priv */
+int capture_seccomp(struct target *t, struct ibcr_err *e);
 /* external.c: saver --external-fd [PID:]FD:ACTION (pid 0: every process) */
 struct ext_rule {
 	pid_t pid;

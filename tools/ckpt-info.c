@@ -105,6 +105,35 @@ static void print_threads(uint32_t arch, const struct ibcr_process_state *ps)
 	}
 }
 
+/* Each thread's credentials and sandbox, the process's root and dumpable. */
+static void print_priv(const struct ibcr_process_state *ps)
+{
+	const struct ibcr_priv *pv = &ps->priv;
+
+	printf("  root %s  dumpable %u  loginuid %u\n", pv->root, pv->hdr.dumpable,
+	       pv->hdr.nthreads ? pv->creds[0].loginuid : 0);
+	for (uint32_t i = 0; i < pv->hdr.nthreads; i++) {
+		const struct ibcr_creds *c = &pv->creds[i];
+		uint32_t n = 0;
+
+		printf("    tid %-7d uid %u %u %u %u gid %u %u %u %u groups %u\n"
+		       "              eff %016llx prm %016llx inh %016llx bnd %016llx "
+		       "amb %016llx securebits %#x%s", ps->threads[i].rec.tid,
+		       c->uid[0], c->uid[1], c->uid[2], c->uid[3], c->gid[0], c->gid[1],
+		       c->gid[2], c->gid[3], c->ngroups, (unsigned long long)c->cap_eff,
+		       (unsigned long long)c->cap_prm, (unsigned long long)c->cap_inh,
+		       (unsigned long long)c->cap_bnd, (unsigned long long)c->cap_amb,
+		       c->securebits, (c->flags & IBCR_CREDF_NO_NEW_PRIVS) ? " no_new_privs" : "");
+		for (uint32_t f = c->filter; f; f = pv->filters[f - 1].prev)
+			n++;
+		if (c->seccomp == IBCR_SECCOMP_STRICT)
+			printf(" seccomp: strict");
+		else if (c->seccomp == IBCR_SECCOMP_FILTER)
+			printf(" seccomp: %u filters", n);
+		printf("\n");
+	}
+}
+
 /* PATTRS and TATTRS: what the restore sets again besides memory and files */
 static void print_attrs(const struct ibcr_process_state *ps)
 {
@@ -228,6 +257,8 @@ static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process
 	printf("  cwd %s  uid %u gid %u  ppid %d pgid %d sid %d\n", ps->cwd,
 	       ps->rec.uid[0], ps->rec.gid[0], ps->rec.ppid, ps->rec.pgid, ps->rec.sid);
 	print_threads(arch, ps);
+	if (!(ps->rec.flags & IBCR_PROCF_ZOMBIE))
+		print_priv(ps);
 	print_attrs(ps);
 	print_vmas(ps);
 	printf("  files: %u\n", ps->nfds);

@@ -55,6 +55,7 @@ void core_main(struct plan *p)
 	for (uint64_t i = 0; i < p->npokes; i++)
 		__builtin_memcpy((void *)p->pokes[i].addr, p->pokes[i].data, p->pokes[i].len);
 	core_set_process(p);
+	core_chroot(p);
 	core_trace(p, "process state set");
 	core_start_threads(p);
 }

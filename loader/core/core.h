@@ -24,6 +24,11 @@ void core_map_regions(struct plan *p);
 void core_set_process(struct plan *p);
 __attribute__((noreturn)) void core_start_threads(struct plan *p);
 
+/* creds.c: credentials before 'ready', sandbox after go, root after the regions */
+void core_creds(struct plan *p, const struct plan_thread *t);
+void core_sandbox(struct plan *p, uint32_t idx);
+void core_chroot(struct plan *p);
+
 /* uffd.c: a region filled with UFFDIO_COPY (no zeroing first) */
 int uffd_open(struct plan *p, const struct plan_vma *v);
 uint32_t uffd_fill(struct plan *p, const struct plan_vma *v, int fd, uint64_t *upto);

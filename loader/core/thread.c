@@ -2,8 +2,8 @@
 /*
  * Threads: create every saved thread, let each restore what only it can
  * set (TID address, robust list, rseq, name, altstack, TLS, credentials),
- * queue pending signals, tell the loader, and resume through
- * rt_sigreturn once the loader says go.
+ * queue pending signals, tell the loader, and once the loader says go
+ * enter its sandbox (creds.c) and resume through rt_sigreturn.
  */
 #include <linux/futex.h>
 #include <linux/prctl.h>
@@ -21,19 +21,6 @@ static void futex_wait_ne(int32_t *w, int32_t want)
 
 	while ((v = __atomic_load_n(w, __ATOMIC_ACQUIRE)) != want)
 		sys_futex(w, FUTEX_WAIT, v);
-}
-
-static void set_creds(struct plan *p)
-{
-	long rc = SYS(__NR_setgroups, p->ngroups, p->groups, 0, 0, 0, 0);
-
-	if (!rc)
-		rc = SYS(__NR_setresgid, p->gid[0], p->gid[1], p->gid[2], 0, 0, 0);
-	if (!rc)
-		rc = SYS(__NR_setresuid, p->uid[0], p->uid[1], p->uid[2], 0, 0, 0);
-	if (rc)
-		core_die(p, "restoring credentials uid %u gid %u: error %ld",
-			 p->uid[0], p->gid[0], -rc);
 }
 
 static void setup_self(struct plan *p, struct plan_thread *t)
@@ -69,8 +56,7 @@ static void setup_self(struct plan *p, struct plan_thread *t)
 		if (rc)
 			core_die(p, "thread %d: sigaltstack: error %ld", t->tid, -rc);
 	}
-	if (p->flags & PLAN_SET_CREDS)
-		set_creds(p);
+	core_creds(p, t);
 	core_thread_attrs_late(p, t);	/* a change of credentials clears it */
 	rc = arch_set_tls(t->tls);
 	if (rc)
@@ -123,9 +109,6 @@ static void handover(struct plan *p)
 	futex_wait_ne(&p->ready, (int32_t)p->nthreads);
 	queue_shared(p);
 	core_late_limits(p);
-	/* Credentials changes made the mm non-dumpable; it was dumpable. */
-	if (p->flags & PLAN_SET_CREDS)
-		sys_prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	/* 'R' and where the plan is: the loader reads the rest from here */
 	uint8_t msg[9] = { 'R' };
 
@@ -152,6 +135,7 @@ static __attribute__((noreturn)) void finish(struct plan *p, long idx)
 	if (idx == 0)
 		handover(p);
 	futex_wait_ne(&p->go, 1);
+	core_sandbox(p, (uint32_t)idx);
 	ibcr_sigreturn(t->frame);
 }
 
