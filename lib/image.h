@@ -50,6 +50,7 @@ enum ibcr_sec_type {
 	IBCR_SEC_SYSVSHM = 9,	/* image-wide: SysV shared memory segments */
 	IBCR_SEC_SYSVSEM = 10,	/* image-wide: SysV semaphore sets */
 	IBCR_SEC_SYSVMSG = 11,	/* image-wide: SysV message queues */
+	IBCR_SEC_VDSO = 23,	/* image-wide: the saving kernel's [vdso], its bytes */
 	IBCR_SEC_END = 0x7fff,	/* last section: marks a complete image */
 };
 

@@ -99,6 +99,12 @@ int imgr_load_files(struct img_reader *r, struct ibcr_files *f, struct ibcr_err 
 int imgr_load_sysv(struct img_reader *r, struct ibcr_sysv *s, struct ibcr_err *e);
 /* Decodes the image's SysV semaphore sets and message queues (none if absent). */
 int imgr_load_sysvipc(struct img_reader *r, struct ibcr_sysvipc *s, struct ibcr_err *e);
+/*
+ * image_port.c: the saving kernel's [vdso] bytes (*bytes malloc'd; none,
+ * NULL and 0, in an image made before they were saved).
+ */
+int imgr_load_vdso(struct img_reader *r, uint8_t **bytes, uint64_t *size,
+		   struct ibcr_err *e);
 /* Every descriptor of ps names an object of f. */
 int ibcr_check_fds(const struct ibcr_process_state *ps, const struct ibcr_files *f,
 		   struct ibcr_err *e);

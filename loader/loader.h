@@ -48,6 +48,7 @@ struct restore {
 	struct poke *pokes;
 	uint32_t nshm;		/* the image's shared memory objects */
 	const struct shm_obj *shm;
+	struct vdso_proxy *vdso;	/* another kernel's vdso: the proxy (vdso.c) */
 };
 
 /* tcp.c: established TCP connections, in repair mode until tcp_finish */
@@ -165,6 +166,27 @@ int sysvipc_prepare(const struct ibcr_sysvipc *s, struct ibcr_err *e);
 /* hole.c: a range free now and in the saved layouts of processes ps */
 int find_free(const struct ibcr_process_state *const *ps, uint32_t nps, size_t size,
 	      uint64_t *at, struct ibcr_err *e);
+/*
+ * hole.c: a place for len bytes in [lo, hi) overlapping no busy range,
+ * the point off bytes into it as near `near` as can be; -1 if none.
+ */
+int find_free_near(const struct plan_range *busy, size_t n, uint64_t len, uint64_t off,
+		   uint64_t near, uint64_t lo, uint64_t hi, uint64_t *at);
+
+/*
+ * vdso.c: the kernel's special mappings. The same kernel: each moves
+ * back to its saved address. Another kernel (its [vdso] differs): a
+ * vdso proxy, the saved vdso's bytes at their old address with each
+ * entry point redirected into this kernel's vdso, which moves with its
+ * data pages to a place free in the saved layout, near the old one.
+ */
+struct vdso_proxy;
+int vdso_preflight(struct restore *rs, struct ibcr_err *e);
+/* Room the plan needs for it in the hole, and to park the special mappings. */
+size_t vdso_plan_size(const struct restore *rs);
+size_t vdso_park_size(const struct restore *rs);
+int vdso_plan(struct plan *p, const struct restore *rs, uint8_t *proxy, uint64_t park,
+	      struct ibcr_err *e);
 
 /* tree.c: processes come back as the tree they were */
 void tree_link(struct job *j, uint32_t n);

@@ -2,7 +2,8 @@
 /*
  * Checks made before anything changes: every file the process needs is
  * there and is the same file, and this kernel's special mappings are the
- * ones the image was taken with. A failure here leaves nothing behind.
+ * ones the image was taken with, or can stand in for them (vdso.c). A
+ * failure here leaves nothing behind.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,9 +13,7 @@
 #include <unistd.h>
 
 #include "cpu.h"
-#include "crc32c.h"
 #include "loader.h"
-#include "procfs.h"
 
 static uint64_t mtime_ns(const struct stat *st)
 {
@@ -67,61 +66,6 @@ static int check_mapped_files(const struct ibcr_process_state *ps, struct ibcr_e
 	return 0;
 }
 
-static const struct maps_entry *find_special(const struct maps_entry *m, size_t n,
-					     const char *name)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(m[i].path, name))
-			return &m[i];
-	return NULL;
-}
-
-static int is_kernel_special(const char *name)
-{
-	return name[0] == '[' && strcmp(name, "[heap]") && strcmp(name, "[stack]") &&
-	       strcmp(name, "[vsyscall]") && strncmp(name, "[anon", 5);
-}
-
-/*
- * The saved [vdso] must be this kernel's, byte for byte: libc caches
- * pointers into it. Each saved special mapping needs its twin here, and
- * no special mapping of this kernel may be left without one.
- */
-static int check_specials(const struct ibcr_process_state *ps, struct ibcr_err *e)
-{
-	struct maps_entry *m;
-	size_t n, nsaved = 0, ncur = 0;
-	int rc = 0;
-
-	if (maps_read(0, 0, &m, &n, e))
-		return -1;
-	for (uint32_t i = 0; i < ps->nvmas && !rc; i++) {
-		const struct ibcr_vma *v = &ps->vmas[i];
-		const struct maps_entry *c;
-
-		if (v->kind != IBCR_VMA_SPECIAL)
-			continue;
-		nsaved++;
-		c = find_special(m, n, ps->vma_names[i]);
-		if (!c || c->end - c->start != v->end - v->start)
-			rc = ibcr_fail(e, "kernel mapping %s differs from this kernel's: the "
-				       "image comes from another kernel, which is not "
-				       "supported yet", ps->vma_names[i]);
-		else if (!strcmp(ps->vma_names[i], "[vdso]") &&
-			 crc32c(0, (void *)c->start, c->end - c->start) != v->file_ino)
-			rc = ibcr_fail(e, "[vdso] differs from this kernel's: the image "
-				       "comes from another kernel, which is not supported yet");
-	}
-	for (size_t i = 0; i < n; i++)
-		ncur += is_kernel_special(m[i].path);
-	if (!rc && ncur != nsaved)
-		rc = ibcr_fail(e, "this kernel has %zu special mappings, the image %zu: "
-			       "it comes from another kernel, which is not supported yet",
-			       ncur, nsaved);
-	maps_free(m, n);
-	return rc;
-}
-
 int preflight(struct restore *rs, struct ibcr_err *e)
 {
 	const struct ibcr_process_state *ps = rs->ps;
@@ -129,7 +73,7 @@ int preflight(struct restore *rs, struct ibcr_err *e)
 
 	if (stat(ps->cwd, &st) || !S_ISDIR(st.st_mode))
 		return ibcr_fail(e, "working directory %s does not exist", ps->cwd);
-	if (ibcr_check_fds(ps, rs->files, e) || check_mapped_files(ps, e) || check_specials(ps, e) ||
+	if (ibcr_check_fds(ps, rs->files, e) || check_mapped_files(ps, e) || vdso_preflight(rs, e) ||
 	    verbs_preflight(ps, e))
 		return -1;
 	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {

@@ -31,6 +31,8 @@ struct target {
 	size_t npre;
 	int vmflags_guessed;	/* vmas' flags from pre, to be verified */
 	uint32_t vmflags_fixed;	/* regions whose guessed flags were wrong */
+	uint8_t *vdso;		/* its [vdso]'s bytes (vdso_len), for a vdso proxy */
+	size_t vdso_len;
 	struct ibcr_process_state ps;
 };
 
@@ -113,6 +115,10 @@ int sysvipc_capture(const struct target *t, uint32_t n, int all, struct ibcr_sys
 int snapshot_create(struct target *t, struct ibcr_err *e);
 void snapshot_kill(struct target *t);
 void snapshot_destroy(struct target *t);
+
+/* vdso.c: the saving kernel's [vdso] bytes, for a restore on another kernel */
+int vdso_write_section(const struct target *t, uint32_t n, struct img_writer *w,
+		       struct ibcr_err *e);
 
 /* util */
 int read_target(struct target *t, uint64_t addr, void *buf, size_t len,

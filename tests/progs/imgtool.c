@@ -26,6 +26,11 @@
  *                                   had just returned from, when stopped
  *                                   (x86_64: orig_rax; aarch64: x8, which
  *                                   may be stale), -1 for none
+ *   imgtool vdso-rename IMAGE FROM TO
+ *                                   replaces every FROM in the saved
+ *                                   [vdso] (VDSO section) by TO, of the
+ *                                   same length (a symbol renamed), and
+ *                                   makes every CRC that covers it right
  *   imgtool cached IMAGE            how many bytes of IMAGE are in the
  *                                   page cache (mincore), without reading
  *                                   it: did the saver write past it?
@@ -83,7 +88,7 @@ static const struct {
 	{ IBCR_SEC_PAGES, "PAGES" },	   { IBCR_SEC_VMAS, "VMAS" },
 	{ IBCR_SEC_OPAQUE, "OPAQUE" },	   { IBCR_SEC_FILEOBJS, "FILEOBJS" },
 	{ IBCR_SEC_SYSVSHM, "SYSVSHM" },   { IBCR_SEC_SYSVSEM, "SYSVSEM" },
-	{ IBCR_SEC_SYSVMSG, "SYSVMSG" },
+	{ IBCR_SEC_SYSVMSG, "SYSVMSG" },   { IBCR_SEC_VDSO, "VDSO" },
 	{ IBCR_SEC_END, "END" },
 };
 
@@ -287,6 +292,67 @@ static void cmd_set_header(const char *field, const char *value)
 	store();
 }
 
+/* A section's payload changed: its data CRC, then its header's. */
+static void fix_crcs(const struct sec *s)
+{
+	struct ibcr_sec_hdr h;
+
+	memcpy(&h, at(s->off, sizeof(h)), sizeof(h));
+	h.data_crc = crc32c(at(s->payload, s->size), s->size);
+	h.hdr_crc = crc32c((const uint8_t *)&h, offsetof(struct ibcr_sec_hdr, hdr_crc));
+	memcpy(at(s->off, sizeof(h)), &h, sizeof(h));
+}
+
+/* Every [vdso] region's identity: the CRC-32C of the saved bytes. */
+static void set_vdso_ino(uint32_t crc)
+{
+	struct sec *s;
+	size_t n = sections(&s);
+
+	for (size_t i = 0; i < n; i++) {
+		struct ibcr_vmas_hdr h;
+		uint64_t strtab;
+
+		if (s[i].type != IBCR_SEC_VMAS)
+			continue;
+		memcpy(&h, at(s[i].payload, sizeof(h)), sizeof(h));
+		strtab = s[i].payload + sizeof(h) + h.nvmas * sizeof(struct ibcr_vma) +
+			 h.nruns * sizeof(struct ibcr_run);
+		for (uint32_t k = 0; k < h.nvmas; k++) {
+			uint64_t off = s[i].payload + sizeof(h) + k * sizeof(struct ibcr_vma);
+			struct ibcr_vma v;
+
+			memcpy(&v, at(off, sizeof(v)), sizeof(v));
+			if (v.kind != IBCR_VMA_SPECIAL ||
+			    strcmp((const char *)at(strtab + v.name_off, 7), "[vdso]"))
+				continue;
+			v.file_ino = crc;
+			memcpy(at(off, sizeof(v)), &v, sizeof(v));
+		}
+		fix_crcs(&s[i]);
+	}
+}
+
+static void cmd_vdso_rename(const char *from, const char *to)
+{
+	const struct sec *s = first(IBCR_SEC_VDSO);
+	uint8_t *p = at(s->payload, s->size);
+	size_t k = strlen(from), hits = 0;
+
+	if (strlen(to) != k || !k)
+		die("vdso-rename: %s and %s differ in length", from, to);
+	for (uint64_t i = 0; i + k <= s->size; i++)
+		if (!memcmp(p + i, from, k)) {
+			memcpy(p + i, to, k);
+			hits++;
+		}
+	if (!hits)
+		die("vdso-rename: no %s in the saved [vdso]", from);
+	fix_crcs(s);
+	set_vdso_ino(crc32c(p, s->size));
+	store();
+}
+
 static void cmd_syscall(const char *comm)
 {
 	uint32_t arch;
@@ -370,7 +436,7 @@ int main(int argc, char **argv)
 	const char *cmd = argc > 2 ? argv[1] : "";
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: imgtool sections|flip|flip-region|set-header|syscall|xstate|cached "
+		fprintf(stderr, "usage: imgtool sections|flip|flip-region|set-header|syscall|xstate|vdso-rename|cached "
 				"IMAGE [ARGS]\n");
 		return 2;
 	}
@@ -391,6 +457,8 @@ int main(int argc, char **argv)
 		cmd_syscall(argv[3]);
 	else if (!strcmp(cmd, "xstate") && argc == 4)
 		cmd_xstate(argv[3]);
+	else if (!strcmp(cmd, "vdso-rename") && argc == 5)
+		cmd_vdso_rename(argv[3], argv[4]);
 	else
 		die("unknown command or wrong arguments: %s", cmd);
 	return 0;

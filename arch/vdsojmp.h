@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Machine code that a vdso proxy puts at the saved vdso's entry points
+ * (loader/vdso.c): a jump to this kernel's vdso, or a stand-in that makes
+ * the system call the entry point is the fast path of. arch/<arch>/vdsojmp.c.
+ */
+#ifndef IBCR_VDSOJMP_H
+#define IBCR_VDSOJMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What stands in for an entry point this kernel's vdso lacks. */
+enum vdso_stub {
+	VDSO_STUB_NONE = 0,	/* none: refused */
+	VDSO_STUB_SYSCALL,	/* the system call `nr`, same arguments */
+	VDSO_STUB_GETRANDOM,	/* getrandom(2); the state query says ENOSYS */
+	VDSO_STUB_EINVAL,	/* returns -EINVAL: needs what no image holds */
+	VDSO_STUB_KEEP,		/* the saved code itself: it makes a system call only */
+};
+
+/* The longest code arch_vdso_jump or arch_vdso_stub writes. */
+#define VDSO_PATCH_MAX 32
+
+/*
+ * Which stand-in the entry point `name` (as the saved vdso names it)
+ * gets when this kernel's vdso has no function of that name; *nr is
+ * the system call for VDSO_STUB_SYSCALL.
+ */
+enum vdso_stub arch_vdso_fallback(const char *name, long *nr);
+/*
+ * Code at address pc (written to out) that continues at `to`, at most
+ * `room` bytes; its length, or 0 when it does not fit.
+ */
+size_t arch_vdso_jump(uint8_t *out, uint64_t pc, uint64_t to, size_t room);
+/* The stand-in `kind` (not KEEP), at most `room` bytes; its length or 0. */
+size_t arch_vdso_stub(uint8_t *out, enum vdso_stub kind, long nr, size_t room);
+
+#endif
