@@ -23,11 +23,17 @@ enum vdso_stub {
 #define VDSO_PATCH_MAX 32
 
 /*
- * Which stand-in the entry point `name` (as the saved vdso names it)
- * gets when this kernel's vdso has no function of that name; *nr is
- * the system call for VDSO_STUB_SYSCALL.
+ * The stand-ins of entry points this kernel's vdso may lack, by name
+ * without the arch's prefix ("__vdso_", "__kernel_"); nr is the system
+ * call of a VDSO_STUB_SYSCALL. Ends with a NULL name.
  */
-enum vdso_stub arch_vdso_fallback(const char *name, long *nr);
+struct vdso_standin {
+	const char *name;
+	enum vdso_stub stub;
+	long nr;
+};
+extern const char arch_vdso_prefix[];
+extern const struct vdso_standin arch_vdso_standins[];
 /*
  * Code at address pc (written to out) that continues at `to`, at most
  * `room` bytes; its length, or 0 when it does not fit.

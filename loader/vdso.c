@@ -109,6 +109,21 @@ static const struct elf_func *twin(const struct elf_func *f, size_t n, const cha
 	return NULL;
 }
 
+/* The stand-in for the entry point `name`, or VDSO_STUB_NONE. */
+static enum vdso_stub standin(const char *name, long *nr)
+{
+	size_t k = strlen(arch_vdso_prefix);
+
+	if (!strncmp(name, arch_vdso_prefix, k))
+		name += k;
+	for (const struct vdso_standin *s = arch_vdso_standins; s->name; s++)
+		if (!strcmp(name, s->name)) {
+			*nr = s->nr;
+			return s->stub;
+		}
+	return VDSO_STUB_NONE;
+}
+
 /* How many bytes a patch may take at most: the far jump, or its stand-in. */
 static size_t patch_need(const struct vdso_patch *pt)
 {
@@ -145,7 +160,7 @@ static int add_patch(struct vdso_proxy *vp, const struct elf_func *old, size_t n
 	for (size_t i = k; i < nold && !have; i++) {
 		if (old[i].off != old[k].off)
 			continue;
-		pt.stub = arch_vdso_fallback(old[i].name, &pt.nr);
+		pt.stub = standin(old[i].name, &pt.nr);
 		pt.name = old[i].name;
 		have = pt.stub != VDSO_STUB_NONE;
 	}

@@ -10,28 +10,14 @@
 
 #include "vdsojmp.h"
 
-static const struct {
-	const char *name;
-	long nr;
-} calls[] = {
-	{ "clock_gettime", 113 }, { "gettimeofday", 169 }, { "clock_getres", 114 },
-};
+const char arch_vdso_prefix[] = "__kernel_";
 
-enum vdso_stub arch_vdso_fallback(const char *name, long *nr)
-{
-	if (!strncmp(name, "__kernel_", 9))
-		name += 9;
-	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
-		if (!strcmp(name, calls[i].name)) {
-			*nr = calls[i].nr;
-			return VDSO_STUB_SYSCALL;
-		}
-	if (!strcmp(name, "getrandom"))
-		return VDSO_STUB_GETRANDOM;
-	if (!strcmp(name, "rt_sigreturn"))
-		return VDSO_STUB_KEEP;
-	return VDSO_STUB_NONE;
-}
+const struct vdso_standin arch_vdso_standins[] = {
+	{ "clock_gettime", VDSO_STUB_SYSCALL, 113 }, { "gettimeofday", VDSO_STUB_SYSCALL, 169 },
+	{ "clock_getres", VDSO_STUB_SYSCALL, 114 }, { "getrandom", VDSO_STUB_GETRANDOM, 0 },
+	{ "rt_sigreturn", VDSO_STUB_KEEP, 0 },
+	{ NULL, VDSO_STUB_NONE, 0 },
+};
 
 static size_t put(uint8_t *out, size_t room, const uint32_t *insn, size_t n)
 {

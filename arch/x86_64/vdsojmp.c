@@ -9,30 +9,16 @@
 
 #include "vdsojmp.h"
 
-static const struct {
-	const char *name;
-	long nr;
-} calls[] = {
-	{ "clock_gettime", 228 }, { "gettimeofday", 96 }, { "time", 201 },
-	{ "getcpu", 309 }, { "clock_getres", 229 },
-};
+const char arch_vdso_prefix[] = "__vdso_";
 
-enum vdso_stub arch_vdso_fallback(const char *name, long *nr)
-{
-	if (!strncmp(name, "__vdso_", 7))
-		name += 7;
-	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
-		if (!strcmp(name, calls[i].name)) {
-			*nr = calls[i].nr;
-			return VDSO_STUB_SYSCALL;
-		}
-	if (!strcmp(name, "getrandom"))
-		return VDSO_STUB_GETRANDOM;
+const struct vdso_standin arch_vdso_standins[] = {
+	{ "clock_gettime", VDSO_STUB_SYSCALL, 228 }, { "gettimeofday", VDSO_STUB_SYSCALL, 96 },
+	{ "time", VDSO_STUB_SYSCALL, 201 }, { "getcpu", VDSO_STUB_SYSCALL, 309 },
+	{ "clock_getres", VDSO_STUB_SYSCALL, 229 }, { "getrandom", VDSO_STUB_GETRANDOM, 0 },
 	/* an enclave is device memory, which no image holds: never entered */
-	if (!strcmp(name, "sgx_enter_enclave"))
-		return VDSO_STUB_EINVAL;
-	return VDSO_STUB_NONE;
-}
+	{ "sgx_enter_enclave", VDSO_STUB_EINVAL, 0 },
+	{ NULL, VDSO_STUB_NONE, 0 },
+};
 
 static size_t put(uint8_t *out, size_t room, const uint8_t *code, size_t n)
 {
