@@ -57,6 +57,18 @@ int tcp_restore(int s, const uint8_t *data, uint64_t len, const struct sockaddr 
 		socklen_t plen);
 int tcp_finish(const struct ibcr_files *f, const int *fds, struct ibcr_err *e);
 
+/* pathmap.c: --path-map OLD=NEW, applied to the image's paths once read */
+struct pathmap_rule;
+struct pathmap {
+	size_t n;
+	struct pathmap_rule *rule;
+};
+int pathmap_add(struct pathmap *pm, const char *arg, struct ibcr_err *e);
+/* path's translation (malloc'd), or NULL when no rule applies */
+char *pathmap_lookup(const struct pathmap *pm, const char *path);
+void pathmap_process(const struct pathmap *pm, struct ibcr_process_state *ps);
+void pathmap_files(const struct pathmap *pm, struct ibcr_files *f);
+
 /* preflight.c: checks that need no change to anything */
 int preflight(struct restore *rs, struct ibcr_err *e);
 int preflight_files(const struct ibcr_files *f, struct ibcr_err *e);

@@ -31,9 +31,11 @@ void run_child(struct restore *rs);
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: restart-loader [-v] [--stats] IMAGE\n"
+	fprintf(f, "usage: restart-loader [-v] [--stats] [--path-map OLD=NEW]... IMAGE\n"
 		   "  -v, --verbose  say what could not be done as hoped\n"
-		   "      --stats    print the restore time and peak RSS (ibcr-stats: ...)\n");
+		   "      --stats    print the restore time and peak RSS (ibcr-stats: ...)\n"
+		   "      --path-map OLD=NEW\n"
+		   "                 restore the image's paths under OLD under NEW (repeatable)\n");
 }
 
 static double now_ms(void)
@@ -293,7 +295,7 @@ static int open_image(const char *path, struct img_reader *r, struct ibcr_err *e
 
 /* Everything that can be checked before anything changes. */
 static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files *files,
-		   int verbose, struct ibcr_err *e)
+		   const struct pathmap *pm, int verbose, struct ibcr_err *e)
 {
 	for (uint32_t i = 0; i < r->hdr.nprocs; i++) {
 		struct job *x = &j[i];
@@ -302,6 +304,7 @@ static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files 
 					  .verbose = verbose, .files = files };
 		if (imgr_load_process(r, i, &x->ps, e))
 			return -1;
+		pathmap_process(pm, &x->ps);
 		if (is_zombie(x))
 			continue;
 		if (preflight(&x->rs, e))
@@ -330,6 +333,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "stats", no_argument, NULL, 'S' },
+		{ "path-map", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -341,6 +345,7 @@ int main(int argc, char **argv)
 	struct ibcr_sysv sysv;
 	struct ibcr_sysvipc ipc;
 	struct job *j;
+	struct pathmap pm = { 0 };
 	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL;
 
 	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
@@ -348,7 +353,10 @@ int main(int argc, char **argv)
 			verbose = 1;
 		else if (opt == 'S')
 			stats = 1;
-		else {
+		else if (opt == 'M' && pathmap_add(&pm, optarg, &e)) {
+			fprintf(stderr, "restart-loader: %s\n", e.msg);
+			return 2;
+		} else if (opt != 'M') {
 			usage(opt == 'h' ? stdout : stderr);
 			return opt == 'h' ? 0 : 2;
 		}
@@ -368,8 +376,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	j = xcalloc(r.hdr.nprocs, sizeof(*j));
-	if (imgr_load_files(&r, &files, &e) || preflight_files(&files, &e) ||
-	    prepare(&r, j, &files, verbose, &e)) {
+	if (imgr_load_files(&r, &files, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
+	pathmap_files(&pm, &files);
+	if (preflight_files(&files, &e) || prepare(&r, j, &files, &pm, verbose, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
