@@ -105,6 +105,8 @@ int imgr_load_sysvipc(struct img_reader *r, struct ibcr_sysvipc *s, struct ibcr_
  */
 int imgr_load_vdso(struct img_reader *r, uint8_t **bytes, uint64_t *size,
 		   struct ibcr_err *e);
+/* image_port.c: the backing files' table (none in an older image). */
+int imgr_load_backing(struct img_reader *r, struct ibcr_backings *f, struct ibcr_err *e);
 /* Every descriptor of ps names an object of f. */
 int ibcr_check_fds(const struct ibcr_process_state *ps, const struct ibcr_files *f,
 		   struct ibcr_err *e);
@@ -126,5 +128,6 @@ void enc_fileobjs(struct buf *b, const struct ibcr_files *f);
 void enc_vmas(struct buf *b, const struct ibcr_process_state *ps);
 void enc_sysvsem(struct buf *b, const struct ibcr_sysvipc *s);
 void enc_sysvmsg(struct buf *b, const struct ibcr_sysvipc *s);
+void enc_backing(struct buf *b, const struct ibcr_backings *f);
 
 #endif

@@ -49,6 +49,7 @@ struct restore {
 	uint32_t nshm;		/* the image's shared memory objects */
 	const struct shm_obj *shm;
 	struct vdso_proxy *vdso;	/* another kernel's vdso: the proxy (vdso.c) */
+	struct backing_ctx *backing;	/* the image's backing files (backing.c) */
 };
 
 /* tcp.c: established TCP connections, in repair mode until tcp_finish */
@@ -68,6 +69,12 @@ int pathmap_add(struct pathmap *pm, const char *arg, struct ibcr_err *e);
 char *pathmap_lookup(const struct pathmap *pm, const char *path);
 void pathmap_process(const struct pathmap *pm, struct ibcr_process_state *ps);
 void pathmap_files(const struct pathmap *pm, struct ibcr_files *f);
+void pathmap_backing(const struct pathmap *pm, struct ibcr_backings *b);
+
+/* backing.c: is every mapped file the one saved (identity, build-id, digest)? */
+struct backing_ctx;
+struct backing_ctx *backing_ctx(const struct ibcr_backings *b);
+int backing_check(struct restore *rs, struct ibcr_err *e);
 
 /* preflight.c: checks that need no change to anything */
 int preflight(struct restore *rs, struct ibcr_err *e);

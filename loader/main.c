@@ -297,11 +297,18 @@ static int open_image(const char *path, struct img_reader *r, struct ibcr_err *e
 static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files *files,
 		   const struct pathmap *pm, int verbose, struct ibcr_err *e)
 {
+	static struct ibcr_backings backing;
+	struct backing_ctx *bc;
+
+	if (imgr_load_backing(r, &backing, e))
+		return -1;
+	pathmap_backing(pm, &backing);
+	bc = backing_ctx(&backing);
 	for (uint32_t i = 0; i < r->hdr.nprocs; i++) {
 		struct job *x = &j[i];
 
 		x->rs = (struct restore){ .r = r, .ps = &x->ps, .proc = i, .exe_fd = -1,
-					  .verbose = verbose, .files = files };
+					  .verbose = verbose, .files = files, .backing = bc };
 		if (imgr_load_process(r, i, &x->ps, e))
 			return -1;
 		pathmap_process(pm, &x->ps);

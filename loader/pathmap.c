@@ -198,3 +198,9 @@ void pathmap_files(const struct pathmap *pm, struct ibcr_files *f)
 		}
 	}
 }
+
+void pathmap_backing(const struct pathmap *pm, struct ibcr_backings *b)
+{
+	for (uint32_t i = 0; pm && i < b->n; i++)
+		map_str(pm, &b->paths[i]);
+}

@@ -15,11 +15,6 @@
 #include "cpu.h"
 #include "loader.h"
 
-static uint64_t mtime_ns(const struct stat *st)
-{
-	return (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
-}
-
 int preflight_files(const struct ibcr_files *f, struct ibcr_err *e)
 {
 	for (uint32_t i = 0; i < f->nobjs; i++) {
@@ -42,30 +37,6 @@ int preflight_files(const struct ibcr_files *f, struct ibcr_err *e)
 	return 0;
 }
 
-/*
- * A mapped file that changed would make the process run on different
- * code or data than it was checkpointed with: refuse.
- */
-static int check_mapped_files(const struct ibcr_process_state *ps, struct ibcr_err *e)
-{
-	for (uint32_t i = 0; i < ps->nvmas; i++) {
-		const struct ibcr_vma *v = &ps->vmas[i];
-		const char *path = ps->vma_names[i];
-		struct stat st;
-
-		if (v->kind != IBCR_VMA_FILE)
-			continue;
-		if (stat(path, &st))
-			return ibcr_fail_errno(e, errno, "mapped file %s", path);
-		if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != v->file_size ||
-		    mtime_ns(&st) != v->file_mtime_ns)
-			return ibcr_fail(e, "mapped file %s has changed since the checkpoint "
-					 "(size or modification time differ); refusing to "
-					 "resume on different contents", path);
-	}
-	return 0;
-}
-
 int preflight(struct restore *rs, struct ibcr_err *e)
 {
 	const struct ibcr_process_state *ps = rs->ps;
@@ -73,7 +44,7 @@ int preflight(struct restore *rs, struct ibcr_err *e)
 
 	if (stat(ps->cwd, &st) || !S_ISDIR(st.st_mode))
 		return ibcr_fail(e, "working directory %s does not exist", ps->cwd);
-	if (ibcr_check_fds(ps, rs->files, e) || check_mapped_files(ps, e) || vdso_preflight(rs, e) ||
+	if (ibcr_check_fds(ps, rs->files, e) || backing_check(rs, e) || vdso_preflight(rs, e) ||
 	    verbs_preflight(ps, e))
 		return -1;
 	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {

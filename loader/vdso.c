@@ -231,11 +231,11 @@ static int check_threads(const struct vdso_proxy *vp, const struct ibcr_process_
 }
 
 /* The saved [vdso]'s bytes, which must be the image's VDSO section. */
-static int load_saved(struct vdso_proxy *vp, struct restore *rs, const struct ibcr_vma *v,
-		      struct ibcr_err *e)
+static int load_saved(struct vdso_proxy *vp, uint8_t *bytes, uint64_t len,
+		      const struct ibcr_vma *v, struct ibcr_err *e)
 {
-	if (imgr_load_vdso(rs->r, &vp->bytes, &vp->len, e))
-		return -1;
+	vp->bytes = bytes;
+	vp->len = len;
 	if (!vp->bytes)
 		return ibcr_fail(e, "the image comes from another kernel ([vdso] differs from "
 				 "this kernel's), and its saver kept no copy of that [vdso] to "
@@ -271,17 +271,21 @@ static int current_set(struct vdso_proxy *vp, const struct maps_entry *m, size_t
 }
 
 static int prepare_proxy(struct restore *rs, const struct maps_entry *m, size_t n,
-			 struct ibcr_err *e)
+			 uint8_t *bytes, uint64_t len, struct ibcr_err *e)
 {
 	const struct ibcr_process_state *ps = rs->ps;
 	struct vdso_proxy *vp = xcalloc(1, sizeof(*vp));
 	const struct maps_entry *cur = NULL;
-	int rc = 0;
+	int rc = 0, had = 0;
 
 	rs->vdso = vp;
 	for (uint32_t i = 0; i < ps->nvmas && !rc; i++)
-		if (ps->vmas[i].kind == IBCR_VMA_SPECIAL && !strcmp(ps->vma_names[i], "[vdso]"))
-			rc = load_saved(vp, rs, &ps->vmas[i], e);
+		if (ps->vmas[i].kind == IBCR_VMA_SPECIAL && !strcmp(ps->vma_names[i], "[vdso]")) {
+			rc = load_saved(vp, bytes, len, &ps->vmas[i], e);
+			had = 1;
+		}
+	if (!had)
+		free(bytes);	/* the process had no vdso: nothing to redirect */
 	if (!rc)
 		rc = current_set(vp, m, n, &cur, e);
 	if (!rc && vp->bytes)
@@ -294,13 +298,22 @@ static int prepare_proxy(struct restore *rs, const struct maps_entry *m, size_t 
 int vdso_preflight(struct restore *rs, struct ibcr_err *e)
 {
 	struct maps_entry *m;
+	uint8_t *bytes;
+	uint64_t len;
 	size_t n;
 	int rc = 0;
 
-	if (maps_read(0, 0, &m, &n, e))
+	/* read (its CRC checked) even when not needed: every section is */
+	if (imgr_load_vdso(rs->r, &bytes, &len, e))
 		return -1;
+	if (maps_read(0, 0, &m, &n, e)) {
+		free(bytes);
+		return -1;
+	}
 	if (proxy_forced() || !same_kernel(rs->ps, m, n))
-		rc = prepare_proxy(rs, m, n, e);
+		rc = prepare_proxy(rs, m, n, bytes, len, e);
+	else
+		free(bytes);
 	maps_free(m, n);
 	return rc;
 }

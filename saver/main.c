@@ -160,7 +160,8 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 	enc_fileobjs(&b, &objs->f);
 	if (imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p, b.len, e))
 		goto fail;
-	if (write_sysv(&w, sysv, ipc, e) || vdso_write_section(t, n, &w, e))
+	if (write_sysv(&w, sysv, ipc, e) || vdso_write_section(t, n, &w, e) ||
+	    backing_write(&w, t, n, e))
 		goto fail;
 	for (uint32_t i = 0; i < n; i++) {
 		b.len = 0;

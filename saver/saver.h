@@ -120,6 +120,10 @@ void snapshot_destroy(struct target *t);
 int vdso_write_section(const struct target *t, uint32_t n, struct img_writer *w,
 		       struct ibcr_err *e);
 
+/* backing.c: the files they map, with what a restore recognises them by */
+int backing_write(struct img_writer *w, const struct target *t, uint32_t n,
+		  struct ibcr_err *e);
+
 /* util */
 int read_target(struct target *t, uint64_t addr, void *buf, size_t len,
 		struct ibcr_err *e);

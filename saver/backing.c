@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The files the processes map (BACKING section): each once, with what a
+ * restore recognises it by (docs/design.md, "Which file is the saved
+ * one"). Its inode, device, size, modification and change times say
+ * whether it is the very file, untouched; where that cannot hold (a copy,
+ * another machine, --path-map), the SHA-256 of its contents says whether
+ * it has the same bytes (an ELF build-id does not: an edited binary keeps
+ * it), and for a file too large to hash, its ELF build-id whether it is
+ * the same build. Gathered while the image is written, outside the freeze:
+ * a file that changes meanwhile changed while the process ran on it too.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "elfsym.h"
+#include "saver.h"
+#include "sha256.h"
+
+/*
+ * Larger files are not hashed (a mapped database would cost its whole
+ * size at every checkpoint): recognised as the very file, or by build-id.
+ */
+#define HASH_MAX (64ull << 20)
+
+static uint64_t ns(const struct timespec *t)
+{
+	return (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
+}
+
+static int find(const struct ibcr_backings *b, uint64_t dev, uint64_t ino)
+{
+	for (uint32_t i = 0; i < b->n; i++)
+		if (b->f[i].dev == dev && b->f[i].ino == ino)
+			return (int)i;
+	return -1;
+}
+
+/* The file's identity now; it must be the one the region maps. */
+static int add(struct ibcr_backings *b, const char *path, uint64_t dev, uint64_t ino,
+	       uint32_t flags, struct ibcr_err *e)
+{
+	struct ibcr_backing *f;
+	struct stat st;
+	int k = find(b, dev, ino);
+
+	if (k >= 0) {
+		b->f[k].flags |= flags;
+		return k;
+	}
+	if (stat(path, &st))
+		return ibcr_fail_errno(e, errno, "mapped file %s", path);
+	if (st.st_dev != dev || st.st_ino != ino)
+		return ibcr_fail(e, "mapped file %s was replaced during the checkpoint", path);
+	b->f = xrealloc(b->f, (b->n + 1) * sizeof(*b->f));
+	b->paths = xrealloc(b->paths, (b->n + 1) * sizeof(*b->paths));
+	f = &b->f[b->n];
+	*f = (struct ibcr_backing){
+		.ino = ino, .dev = dev, .size = (uint64_t)st.st_size,
+		.mtime_ns = ns(&st.st_mtim), .ctime_ns = ns(&st.st_ctim),
+		.mode = st.st_mode, .flags = flags,
+	};
+	b->paths[b->n] = xstrdup(path);
+	return (int)b->n++;
+}
+
+/* SHA-256 (up to HASH_MAX) and build-id (ELF), of the file as recorded. */
+static int identify(struct ibcr_backing *f, const char *path, struct ibcr_err *e)
+{
+	struct stat st;
+	uint8_t *p = NULL;
+	size_t len = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return ibcr_fail_errno(e, errno, "mapped file %s", path);
+	if (fstat(fd, &st) || st.st_ino != f->ino || st.st_dev != f->dev ||
+	    (uint64_t)st.st_size != f->size || ns(&st.st_ctim) != f->ctime_ns) {
+		close(fd);
+		return ibcr_fail(e, "mapped file %s changed during the checkpoint", path);
+	}
+	if (f->size)
+		p = mmap(NULL, (size_t)f->size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return ibcr_fail_errno(e, errno, "reading mapped file %s", path);
+	if (p && !elf_build_id_mem(p, f->size, f->build_id, sizeof(f->build_id), &len)) {
+		f->build_id_len = (uint32_t)len;
+		f->flags |= IBCR_BACKF_BUILD_ID;
+	}
+	if (f->size <= HASH_MAX) {
+		sha256(p ? p : (const uint8_t *)"", (size_t)f->size, f->sha256);
+		f->flags |= IBCR_BACKF_SHA256;
+	}
+	if (p)
+		munmap(p, (size_t)f->size);
+	return 0;
+}
+
+static int collect(const struct target *t, uint32_t n, struct ibcr_backings *b,
+		   struct ibcr_err *e)
+{
+	for (uint32_t k = 0; k < n; k++)
+		for (uint32_t i = 0; i < t[k].ps.nvmas; i++) {
+			const struct ibcr_vma *v = &t[k].ps.vmas[i];
+
+			if (v->kind == IBCR_VMA_FILE &&
+			    add(b, t[k].ps.vma_names[i], v->file_dev, v->file_ino,
+				IBCR_BACKF_MAPPED, e) < 0)
+				return -1;
+		}
+	for (uint32_t i = 0; i < b->n; i++)
+		if (identify(&b->f[i], b->paths[i], e))
+			return -1;
+	return 0;
+}
+
+int backing_write(struct img_writer *w, const struct target *t, uint32_t n,
+		  struct ibcr_err *e)
+{
+	struct ibcr_backings b = { 0 };
+	struct buf p = { 0 };
+	int rc = collect(t, n, &b, e);
+
+	if (!rc && b.n) {
+		enc_backing(&p, &b);
+		rc = imgw_section(w, IBCR_SEC_BACKING, IBCR_PROC_NONE, NULL, p.p, p.len, e);
+	}
+	buf_free(&p);
+	ibcr_backings_free(&b);
+	return rc;
+}
