@@ -3,11 +3,15 @@
  * Sections that make an image portable: the saving kernel's [vdso], the
  * identity (and, self-contained, the contents) of its backing files.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
+#include "compress.h"
 #include "image_io.h"
+#include "xxh64.h"
 
 /* A vdso is a few pages; anything larger is not one. */
 #define VDSO_MAX (1u << 20)
@@ -86,6 +90,36 @@ static int dec_backing(struct img_reader *r, const uint8_t *p, uint64_t n,
 	return 0;
 }
 
+/* The contents stream: where it is, and its blocks when compressed. */
+static int find_contents(struct img_reader *r, const struct img_section *s,
+			 struct ibcr_backings *f, struct ibcr_err *e)
+{
+	if (f->data_payload)
+		return ibcr_fail(e, "image %s: two BACKING contents sections", r->path);
+	f->data_payload = s->payload;
+	f->data_size = s->h.size;
+	if (s->h.flags & IBCR_SECF_BLOCKS)
+		return imgr_scan_blocks(r, s, "backing files' contents", &f->blocks, &f->nblocks,
+					&f->data_size, e);
+	return 0;
+}
+
+/* Every carried file's bytes lie inside the contents stream. */
+static int check_contents(struct img_reader *r, const struct ibcr_backings *f,
+			  struct ibcr_err *e)
+{
+	for (uint32_t i = 0; i < f->n; i++) {
+		const struct ibcr_backing *b = &f->f[i];
+
+		if ((b->flags & IBCR_BACKF_CONTENTS) &&
+		    (!f->data_payload || b->data_off > f->data_size ||
+		     b->data_len > f->data_size - b->data_off))
+			return ibcr_fail(e, "image %s: the contents of %s lie outside the image's "
+					 "BACKING contents", r->path, f->paths[i]);
+	}
+	return 0;
+}
+
 int imgr_load_backing(struct img_reader *r, struct ibcr_backings *f, struct ibcr_err *e)
 {
 	memset(f, 0, sizeof(*f));
@@ -94,8 +128,15 @@ int imgr_load_backing(struct img_reader *r, struct ibcr_backings *f, struct ibcr
 		uint8_t *p;
 		int rc;
 
-		if (s->h.type != IBCR_SEC_BACKING || (s->h.flags & IBCR_SECF_CRC_PER_REGION))
+		if (s->h.type != IBCR_SEC_BACKING)
 			continue;
+		if (s->h.flags & IBCR_SECF_CRC_PER_REGION) {
+			if (find_contents(r, s, f, e)) {
+				ibcr_backings_free(f);
+				return -1;
+			}
+			continue;
+		}
 		if (f->f) {
 			ibcr_backings_free(f);
 			return ibcr_fail(e, "image %s: two BACKING tables", r->path);
@@ -109,6 +150,10 @@ int imgr_load_backing(struct img_reader *r, struct ibcr_backings *f, struct ibcr
 			return -1;
 		}
 	}
+	if (check_contents(r, f, e)) {
+		ibcr_backings_free(f);
+		return -1;
+	}
 	return 0;
 }
 
@@ -120,4 +165,105 @@ void ibcr_backings_free(struct ibcr_backings *f)
 	free(f->f);
 	free(f->blocks);
 	memset(f, 0, sizeof(*f));
+}
+
+void contents_open(struct contents_reader *c, struct img_reader *r,
+		   const struct ibcr_backings *f)
+{
+	memset(c, 0, sizeof(*c));
+	c->r = r;
+	c->f = f;
+	c->cur = -1;
+}
+
+void contents_close(struct contents_reader *c)
+{
+	free(c->raw);
+	free(c->stored);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Block k decoded into c->raw, its checksum checked. */
+static int load_block(struct contents_reader *c, uint64_t k, struct ibcr_err *e)
+{
+	const struct ibcr_blockref *b = &c->f->blocks[k];
+
+	if ((int64_t)k == c->cur)
+		return 0;
+	c->raw = xrealloc(c->raw, b->raw_len);
+	c->stored = xrealloc(c->stored, b->stored_len + 1);
+	if (pread(c->r->fd, c->stored, b->stored_len, (off_t)b->file_off) != (ssize_t)b->stored_len)
+		return ibcr_fail_errno(e, errno, "image %s: reading the backing files' contents",
+				       c->r->path);
+	if (b->codec == IBCR_CODEC_RAW)
+		memcpy(c->raw, c->stored, b->raw_len);
+	else if (blk_decompress((int)b->codec, c->stored, b->stored_len, c->raw, b->raw_len))
+		return ibcr_fail(e, "image %s: a block of the backing files' contents is corrupt",
+				 c->r->path);
+	if (block_sum(c->raw, b->raw_len) != b->raw_crc)
+		return ibcr_fail(e, "image %s: a block of the backing files' contents is corrupt "
+				 "(checksum mismatch)", c->r->path);
+	c->cur = (int64_t)k;
+	return 0;
+}
+
+int contents_read(struct contents_reader *c, uint64_t off, void *dst, size_t len,
+		  struct ibcr_err *e)
+{
+	uint8_t *d = dst;
+	uint64_t k = 0;
+
+	if (!c->f->nblocks) {
+		if (pread(c->r->fd, dst, len, (off_t)(c->f->data_payload + off)) != (ssize_t)len)
+			return ibcr_fail_errno(e, errno, "image %s: reading the backing files' "
+					       "contents", c->r->path);
+		return 0;
+	}
+	while (len) {
+		const struct ibcr_blockref *b;
+		size_t n;
+
+		while (k < c->f->nblocks && c->f->blocks[k].raw_off + c->f->blocks[k].raw_len <= off)
+			k++;
+		if (k == c->f->nblocks || load_block(c, k, e))
+			return k == c->f->nblocks ? ibcr_fail(e, "image %s: the backing files' "
+							      "contents end early", c->r->path) : -1;
+		b = &c->f->blocks[k];
+		n = b->raw_off + b->raw_len - off < len ? (size_t)(b->raw_off + b->raw_len - off) : len;
+		memcpy(d, c->raw + (off - b->raw_off), n);
+		d += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int contents_verify(struct img_reader *r, const struct ibcr_backings *f, struct ibcr_err *e)
+{
+	struct contents_reader c;
+	uint8_t *buf = xmalloc(CONTENTS_CHUNK);
+	int rc = 0;
+
+	contents_open(&c, r, f);
+	for (uint32_t i = 0; i < f->n && !rc; i++) {
+		const struct ibcr_backing *b = &f->f[i];
+		uint32_t sum = 0;
+
+		if (!(b->flags & IBCR_BACKF_CONTENTS))
+			continue;
+		for (uint64_t done = 0; done < b->data_len && !rc; ) {
+			size_t k = b->data_len - done < CONTENTS_CHUNK ?
+				   (size_t)(b->data_len - done) : CONTENTS_CHUNK;
+
+			rc = contents_read(&c, b->data_off + done, buf, k, e);
+			sum = page_sum(sum, buf, k, r->hdr.page_size, done / r->hdr.page_size);
+			done += k;
+		}
+		if (!rc && sum != b->data_sum)
+			rc = ibcr_fail(e, "image %s: the carried contents of %s are corrupt "
+				       "(checksum mismatch)", r->path, f->paths[i]);
+	}
+	contents_close(&c);
+	free(buf);
+	return rc;
 }

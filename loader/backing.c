@@ -27,12 +27,14 @@ struct backing_ctx {
 	uint8_t *ok;		/* per file: found to be the saved one */
 };
 
-struct backing_ctx *backing_ctx(const struct ibcr_backings *b)
+struct backing_ctx *backing_ctx(const struct ibcr_backings *b, const uint8_t *trusted)
 {
 	struct backing_ctx *c = xcalloc(1, sizeof(*c));
 
 	c->b = b;
 	c->ok = xcalloc(b->n + 1, 1);
+	if (trusted)
+		memcpy(c->ok, trusted, b->n);
 	return c;
 }
 

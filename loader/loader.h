@@ -73,8 +73,20 @@ void pathmap_backing(const struct pathmap *pm, struct ibcr_backings *b);
 
 /* backing.c: is every mapped file the one saved (identity, build-id, digest)? */
 struct backing_ctx;
-struct backing_ctx *backing_ctx(const struct ibcr_backings *b);
+/* trusted: per file, 1 when it was put back by selfc.c (or NULL) */
+struct backing_ctx *backing_ctx(const struct ibcr_backings *b, const uint8_t *trusted);
 int backing_check(struct restore *rs, struct ibcr_err *e);
+
+/* selfc.c: a self-contained image's files, put back where missing */
+struct selfc;
+int selfc_prepare(struct img_reader *r, const struct ibcr_backings *b,
+		  const struct ibcr_files *files, struct selfc **out, struct ibcr_err *e);
+const uint8_t *selfc_trusted(const struct selfc *sc);
+/* its missing cwd made, its mapped files that are memfds named so */
+int selfc_process(const struct selfc *sc, struct ibcr_process_state *ps, struct ibcr_err *e);
+
+/* init.c: as pid 1 (a container's init), signals go on to the processes */
+void init_forward(const pid_t *pids, size_t n);
 
 /* preflight.c: checks that need no change to anything */
 int preflight(struct restore *rs, struct ibcr_err *e);

@@ -252,12 +252,14 @@ static int wait_ready(struct job *j, uint32_t n)
 static __attribute__((noreturn)) void wait_all(struct job *j, uint32_t n)
 {
 	uint32_t left = 0, roots = 0;
+	pid_t *pids = xcalloc(n + 1, sizeof(*pids));
 
 	for (uint32_t i = 0; i < n; i++)
 		if (j[i].parent < 0 && j[i].child > 0)
-			left++, roots++;
+			pids[roots++] = j[i].child, left++;
 	signal(SIGINT, SIG_IGN);	/* terminal signals reach the processes */
 	signal(SIGQUIT, SIG_IGN);
+	init_forward(pids, roots);	/* a container's init passes them on */
 	while (left) {
 		int st;
 		pid_t pid = waitpid(-1, &st, 0);
@@ -294,16 +296,30 @@ static int open_image(const char *path, struct img_reader *r, struct ibcr_err *e
 }
 
 /* Everything that can be checked before anything changes. */
+/* The image's backing files: a self-contained image's put back first. */
+static int backing(struct img_reader *r, const struct ibcr_files *files,
+		   const struct pathmap *pm, struct selfc **sc, struct backing_ctx **bc,
+		   struct ibcr_err *e)
+{
+	static struct ibcr_backings b;
+
+	if (imgr_load_backing(r, &b, e))
+		return -1;
+	pathmap_backing(pm, &b);
+	if ((r->hdr.flags & IBCR_HDRF_SELF_CONTAINED) && selfc_prepare(r, &b, files, sc, e))
+		return -1;
+	*bc = backing_ctx(&b, selfc_trusted(*sc));
+	return 0;
+}
+
 static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files *files,
 		   const struct pathmap *pm, int verbose, struct ibcr_err *e)
 {
-	static struct ibcr_backings backing;
-	struct backing_ctx *bc;
+	struct backing_ctx *bc = NULL;
+	struct selfc *sc = NULL;
 
-	if (imgr_load_backing(r, &backing, e))
+	if (backing(r, files, pm, &sc, &bc, e) || preflight_files(files, e))
 		return -1;
-	pathmap_backing(pm, &backing);
-	bc = backing_ctx(&backing);
 	for (uint32_t i = 0; i < r->hdr.nprocs; i++) {
 		struct job *x = &j[i];
 
@@ -312,6 +328,8 @@ static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files 
 		if (imgr_load_process(r, i, &x->ps, e))
 			return -1;
 		pathmap_process(pm, &x->ps);
+		if (selfc_process(sc, &x->ps, e))
+			return -1;
 		if (is_zombie(x))
 			continue;
 		if (preflight(&x->rs, e))
@@ -388,7 +406,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	pathmap_files(&pm, &files);
-	if (preflight_files(&files, &e) || prepare(&r, j, &files, &pm, verbose, &e)) {
+	if (prepare(&r, j, &files, &pm, verbose, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}

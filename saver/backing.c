@@ -22,12 +22,15 @@
 #include "elfsym.h"
 #include "saver.h"
 #include "sha256.h"
+#include "sink.h"
+#include "xxh64.h"
 
 /*
  * Larger files are not hashed (a mapped database would cost its whole
  * size at every checkpoint): recognised as the very file, or by build-id.
  */
 #define HASH_MAX (64ull << 20)
+#define CARRY_CHUNK (1ul << 20)
 
 static uint64_t ns(const struct timespec *t)
 {
@@ -55,9 +58,9 @@ static int add(struct ibcr_backings *b, const char *path, uint64_t dev, uint64_t
 		return k;
 	}
 	if (stat(path, &st))
-		return ibcr_fail_errno(e, errno, "mapped file %s", path);
+		return ibcr_fail_errno(e, errno, "file %s", path);
 	if (st.st_dev != dev || st.st_ino != ino)
-		return ibcr_fail(e, "mapped file %s was replaced during the checkpoint", path);
+		return ibcr_fail(e, "file %s was replaced during the checkpoint", path);
 	b->f = xrealloc(b->f, (b->n + 1) * sizeof(*b->f));
 	b->paths = xrealloc(b->paths, (b->n + 1) * sizeof(*b->paths));
 	f = &b->f[b->n];
@@ -103,9 +106,23 @@ static int identify(struct ibcr_backing *f, const char *path, struct ibcr_err *e
 	return 0;
 }
 
-static int collect(const struct target *t, uint32_t n, struct ibcr_backings *b,
-		   struct ibcr_err *e)
+/* The machine's files, not the program's: never carried. */
+static int machine_file(const char *path)
 {
+	return !strncmp(path, "/proc/", 6) || !strncmp(path, "/sys/", 5) ||
+	       !strncmp(path, "/dev/", 5);
+}
+
+static int collect(const struct target *t, uint32_t n, const struct backing_opt *o,
+		   struct ibcr_backings *b, struct ibcr_err *e)
+{
+	for (uint32_t i = 0; o->self_contained && i < o->files->nobjs; i++) {
+		const struct ibcr_fobj *f = &o->files->objs[i];
+
+		if (f->kind == IBCR_FD_REG && !machine_file(o->files->paths[i]) &&
+		    add(b, o->files->paths[i], f->dev, f->ino, IBCR_BACKF_OPEN, e) < 0)
+			return -1;
+	}
 	for (uint32_t k = 0; k < n; k++)
 		for (uint32_t i = 0; i < t[k].ps.nvmas; i++) {
 			const struct ibcr_vma *v = &t[k].ps.vmas[i];
@@ -115,19 +132,96 @@ static int collect(const struct target *t, uint32_t n, struct ibcr_backings *b,
 				IBCR_BACKF_MAPPED, e) < 0)
 				return -1;
 		}
+	/* a file only open is found by its path at restore, as it is then */
 	for (uint32_t i = 0; i < b->n; i++)
-		if (identify(&b->f[i], b->paths[i], e))
+		if ((b->f[i].flags & IBCR_BACKF_MAPPED) && identify(&b->f[i], b->paths[i], e))
 			return -1;
 	return 0;
 }
 
+/*
+ * One file's bytes into the contents stream, the last page padded with
+ * zeros; it must still be the file recorded.
+ */
+static int carry(struct sink *sk, struct ibcr_backing *f, const char *path, uint8_t *buf,
+		 struct ibcr_err *e)
+{
+	uint64_t pg = (uint64_t)getpagesize(), done = 0;
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return ibcr_fail_errno(e, errno, "file %s", path);
+	if (fstat(fd, &st) || st.st_ino != f->ino || st.st_dev != f->dev) {
+		close(fd);
+		return ibcr_fail(e, "file %s was replaced during the checkpoint", path);
+	}
+	if ((uint64_t)st.st_size != f->size && (f->flags & IBCR_BACKF_MAPPED)) {
+		close(fd);
+		return ibcr_fail(e, "mapped file %s changed during the checkpoint", path);
+	}
+	/* one only open (a log a running program appends to): as it is now */
+	f->size = (uint64_t)st.st_size;
+	f->data_off = sk->pos;
+	f->data_len = (f->size + pg - 1) / pg * pg;
+	f->data_sum = 0;
+	while (done < f->data_len) {
+		size_t want = f->data_len - done < CARRY_CHUNK ? (size_t)(f->data_len - done) :
+			      CARRY_CHUNK, got = 0;
+
+		while (got < want && done + got < f->size) {
+			ssize_t k = read(fd, buf + got, want - got);
+
+			if (k <= 0) {
+				close(fd);
+				return ibcr_fail_errno(e, k ? errno : EIO, "reading file %s", path);
+			}
+			got += (size_t)k;
+		}
+		memset(buf + got, 0, want - got);
+		f->data_sum = page_sum(f->data_sum, buf, want, pg, done / pg);
+		if (sink_put(sk, buf, want, e)) {
+			close(fd);
+			return -1;
+		}
+		done += want;
+	}
+	close(fd);
+	f->flags |= IBCR_BACKF_CONTENTS;
+	return 0;
+}
+
+/* Self-contained: every listed file's contents, a stream of their own. */
+static int write_contents(struct img_writer *w, struct ibcr_backings *b,
+			  const struct backing_opt *o, struct ibcr_err *e)
+{
+	uint32_t flags = IBCR_SECF_CRC_PER_REGION | (o->codec ? IBCR_SECF_BLOCKS : 0);
+	uint8_t *buf = xmalloc(CARRY_CHUNK);
+	struct sink sk;
+	int rc = imgw_begin(w, IBCR_SEC_BACKING, IBCR_PROC_NONE, flags,
+			    o->codec ? 8 : (uint32_t)getpagesize(), e);
+
+	if (!rc)
+		rc = sink_init(&sk, w, o->codec, o->level);
+	for (uint32_t i = 0; i < b->n && !rc; i++)
+		rc = carry(&sk, &b->f[i], b->paths[i], buf, e);
+	if (!rc)
+		rc = sink_finish(&sk, e);
+	if (!rc)
+		rc = imgw_end(w, e);
+	free(buf);
+	return rc;
+}
+
 int backing_write(struct img_writer *w, const struct target *t, uint32_t n,
-		  struct ibcr_err *e)
+		  const struct backing_opt *o, struct ibcr_err *e)
 {
 	struct ibcr_backings b = { 0 };
 	struct buf p = { 0 };
-	int rc = collect(t, n, &b, e);
+	int rc = collect(t, n, o, &b, e);
 
+	if (!rc && b.n && o->self_contained)
+		rc = write_contents(w, &b, o, e);
 	if (!rc && b.n) {
 		enc_backing(&p, &b);
 		rc = imgw_section(w, IBCR_SEC_BACKING, IBCR_PROC_NONE, NULL, p.p, p.len, e);

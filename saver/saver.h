@@ -121,8 +121,13 @@ int vdso_write_section(const struct target *t, uint32_t n, struct img_writer *w,
 		       struct ibcr_err *e);
 
 /* backing.c: the files they map, with what a restore recognises them by */
+struct backing_opt {
+	int self_contained;	/* --self-contained: carry them, and open files */
+	int codec, level;	/* their contents' compression */
+	const struct ibcr_files *files;	/* the image's open files */
+};
 int backing_write(struct img_writer *w, const struct target *t, uint32_t n,
-		  struct ibcr_err *e);
+		  const struct backing_opt *o, struct ibcr_err *e);
 
 /* util */
 int read_target(struct target *t, uint64_t addr, void *buf, size_t len,

@@ -53,6 +53,7 @@ static int bound(const char *name, int conn)
 
 static void setup(int *in, const char **map, int *srv, int *cli, int *ino)
 {
+	char name[108];
 	int fd = open("input", O_CREAT | O_TRUNC | O_WRONLY, 0644);
 
 	if (fd < 0 || write(fd, content, sizeof(content)) != sizeof(content) || close(fd))
@@ -66,9 +67,13 @@ static void setup(int *in, const char **map, int *srv, int *cli, int *ino)
 	*in = open("input", O_RDONLY);
 	if (*in < 0 || lseek(*in, 4, SEEK_SET) != 4)
 		fail("open input");
-	unlink("sock");
-	*srv = bound("sock", 0);
-	*cli = bound("sock", 1);
+	/* by its absolute name: the one the image keeps and --path-map maps */
+	if (!getcwd(name, sizeof(name) - 8))
+		fail("getcwd");
+	strcat(name, "/sock");
+	unlink(name);
+	*srv = bound(name, 0);
+	*cli = bound(name, 1);
 	*ino = inotify_init1(IN_NONBLOCK);
 	if (*ino < 0 || inotify_add_watch(*ino, ".", IN_CREATE) < 0)
 		fail("inotify");
