@@ -85,6 +85,14 @@ const uint8_t *selfc_trusted(const struct selfc *sc);
 /* its missing cwd made, its mapped files that are memfds named so */
 int selfc_process(const struct selfc *sc, struct ibcr_process_state *ps, struct ibcr_err *e);
 
+/* main.c: exits the way a restored process did (status from waitpid) */
+__attribute__((noreturn)) void exit_like(int st);
+
+/* pidns.c: --pid-ns; returns in the new namespace's first process */
+int pidns_enter(struct ibcr_err *e);
+/* a restore as root of a user namespace must find the saved ids mapped */
+int userns_check_creds(const struct ibcr_process_state *ps, struct ibcr_err *e);
+
 /* init.c: as pid 1 (a container's init), signals go on to the processes */
 void init_forward(const pid_t *pids, size_t n);
 

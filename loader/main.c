@@ -31,11 +31,13 @@ void run_child(struct restore *rs);
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: restart-loader [-v] [--stats] [--path-map OLD=NEW]... IMAGE\n"
+	fprintf(f, "usage: restart-loader [-v] [--stats] [--pid-ns] [--path-map OLD=NEW]... IMAGE\n"
 		   "  -v, --verbose  say what could not be done as hoped\n"
 		   "      --stats    print the restore time and peak RSS (ibcr-stats: ...)\n"
 		   "      --path-map OLD=NEW\n"
-		   "                 restore the image's paths under OLD under NEW (repeatable)\n");
+		   "                 restore the image's paths under OLD under NEW (repeatable)\n"
+		   "      --pid-ns   restore in a PID namespace of its own (and a user namespace\n"
+		   "                 when unprivileged): the original PIDs without privilege\n");
 }
 
 static double now_ms(void)
@@ -58,7 +60,7 @@ static void print_trace(int fd)
 }
 
 /* Exits the way a restored process did. */
-static __attribute__((noreturn)) void exit_like(int st)
+__attribute__((noreturn)) void exit_like(int st)
 {
 	if (WIFSIGNALED(st)) {
 		/* no core dump of ours: the program's own was made, or not */
@@ -336,6 +338,8 @@ static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files 
 			return -1;
 		x->rs.set_creds = geteuid() == 0 && (x->ps.rec.uid[0] || x->ps.rec.uid[1] ||
 						     x->ps.rec.gid[0] || x->ps.rec.gid[1]);
+		if (x->rs.set_creds && userns_check_creds(&x->ps, e))
+			return -1;
 		verbs_pokes(&x->rs);
 	}
 	return 0;
@@ -359,6 +363,7 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "path-map", required_argument, NULL, 'M' },
+		{ "pid-ns", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -371,13 +376,15 @@ int main(int argc, char **argv)
 	struct ibcr_sysvipc ipc;
 	struct job *j;
 	struct pathmap pm = { 0 };
-	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL;
+	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL, pidns = 0;
 
 	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
 		if (opt == 'v')
 			verbose = 1;
 		else if (opt == 'S')
 			stats = 1;
+		else if (opt == 'N')
+			pidns = 1;
 		else if (opt == 'M' && pathmap_add(&pm, optarg, &e)) {
 			fprintf(stderr, "restart-loader: %s\n", e.msg);
 			return 2;
@@ -396,6 +403,10 @@ int main(int argc, char **argv)
 	 * every signal's saved action, this one included.
 	 */
 	signal(SIGPIPE, SIG_IGN);
+	if (pidns && pidns_enter(&e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
 	if (open_image(argv[optind], &r, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
