@@ -108,7 +108,7 @@ static int find_contents(struct img_reader *r, const struct img_section *s,
 static int check_contents(struct img_reader *r, const struct ibcr_backings *f,
 			  struct ibcr_err *e)
 {
-	for (uint32_t i = 0; i < f->n; i++) {
+	for (uint32_t i = 0; f->f && i < f->n; i++) {
 		const struct ibcr_backing *b = &f->f[i];
 
 		if ((b->flags & IBCR_BACKF_CONTENTS) &&

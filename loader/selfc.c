@@ -10,7 +10,8 @@
  *   mode and modification time, and its directories: in a container
  *   that holds only the loader and the image, the process finds its
  *   executable and libraries at their own paths, and /proc/PID/exe and
- *   the maps name them as on the original host;
+ *   the maps name them as on the original host (where the place is
+ *   read-only or denied, a mapped file gets a memfd as below);
  * - a mapped file that is there but not the saved one (another
  *   machine's libc) is left alone, and the process gets a memfd with the
  *   saved contents instead (its maps say /memfd:NAME);
@@ -93,7 +94,10 @@ static int write_contents(struct contents_reader *c, uint32_t k, int fd, struct 
 	return rc;
 }
 
-/* Missing: made at its path, under a temporary name until complete. */
+/*
+ * Missing: made at its path, under a temporary name until complete.
+ * A positive errno when the place cannot take it (read-only, denied).
+ */
 static int make_file(struct contents_reader *c, uint32_t k, struct ibcr_err *e)
 {
 	const struct ibcr_backing *f = &c->f->f[k];
@@ -107,13 +111,14 @@ static int make_file(struct contents_reader *c, uint32_t k, struct ibcr_err *e)
 	sprintf(tmp, "%s.ibcr-tmp.%d", path, (int)getpid());
 	if (make_dirs(path, 0, e)) {
 		free(tmp);
-		return -1;
+		return errno == EROFS || errno == EACCES || errno == EPERM ? errno : -1;
 	}
 	fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		rc = ibcr_fail_errno(e, errno, "self-contained image: making %s", path);
+		rc = errno;
+		ibcr_fail_errno(e, rc, "self-contained image: making %s", path);
 		free(tmp);
-		return rc;
+		return rc == EROFS || rc == EACCES || rc == EPERM ? rc : -1;
 	}
 	rc = write_contents(c, k, fd, e);
 	if (!rc && (fchmod(fd, f->mode & 07777) || futimens(fd, t)))
@@ -137,12 +142,12 @@ static int make_memfd(struct selfc *sc, struct contents_reader *c, uint32_t k,
 
 	if (fd < 0)
 		return ibcr_fail_errno(e, errno, "self-contained image: a memfd for %s", path);
-	if (write_contents(c, k, fd, e)) {
+	if (write_contents(c, k, fd, e) ||
+	    (fchmod(fd, sc->b->f[k].mode & 07777) &&
+	     ibcr_fail_errno(e, errno, "self-contained image: mode of %s's memfd", path))) {
 		close(fd);
 		return -1;
 	}
-	if (fchmod(fd, sc->b->f[k].mode & 07777))
-		return ibcr_fail_errno(e, errno, "self-contained image: mode of %s's memfd", path);
 	sc->memfd[k] = fd;
 	sc->alias[k] = xmalloc(64);
 	/* the loader's own descriptor: every process it forks can open it there */
@@ -184,10 +189,16 @@ static int put_back(struct selfc *sc, struct contents_reader *c, uint32_t k,
 	struct stat st;
 
 	if (stat(path, &st)) {
+		int rc;
+
 		if (errno != ENOENT)
 			return ibcr_fail_errno(e, errno, "self-contained image: %s", path);
 		sc->trusted[k] = 1;
-		return make_file(c, k, e);
+		rc = make_file(c, k, e);
+		/* a read-only root: a mapped file can still be a memfd */
+		if (rc > 0 && (f->flags & IBCR_BACKF_MAPPED))
+			return make_memfd(sc, c, k, e);
+		return rc ? -1 : 0;
 	}
 	if (!(f->flags & IBCR_BACKF_MAPPED))
 		return 0;	/* only open: the file there is the one to open */

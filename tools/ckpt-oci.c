@@ -94,17 +94,22 @@ static int tar_file(struct layer *l, const char *name, const char *src, unsigned
 	uint64_t done = 0;
 	int fd = open(src, O_RDONLY | O_CLOEXEC), rc = 0;
 
-	if (fd < 0 || fstat(fd, &st))
-		return ibcr_fail_errno(e, errno, "%s", src);
-	memcpy(h, name, strlen(name));
+	if (fd < 0 || fstat(fd, &st)) {
+		rc = ibcr_fail_errno(e, errno, "%s", src);
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	snprintf((char *)h, 100, "%s", name);
 	tar_num((char *)h + 100, 8, mode);
 	tar_num((char *)h + 108, 8, 0);
 	tar_num((char *)h + 116, 8, 0);
 	tar_num((char *)h + 124, 12, (uint64_t)st.st_size);
 	tar_num((char *)h + 136, 12, (uint64_t)st.st_mtim.tv_sec);
 	h[156] = '0';
-	memcpy(h + 257, "ustar", 6);
-	memcpy(h + 263, "00", 2);
+	snprintf((char *)h + 257, 6, "ustar");	/* magic, then version "00" */
+	h[263] = '0';
+	h[264] = '0';
 	memset(h + 148, ' ', 8);
 	for (int i = 0; i < 512; i++)
 		sum += h[i];
