@@ -50,6 +50,7 @@ struct restore {
 	const struct shm_obj *shm;
 	struct vdso_proxy *vdso;	/* another kernel's vdso: the proxy (vdso.c) */
 	struct backing_ctx *backing;	/* the image's backing files (backing.c) */
+	int cpu_in_use;		/* --cpu-check=in-use */
 };
 
 /* tcp.c: established TCP connections, in repair mode until tcp_finish */

@@ -31,13 +31,17 @@ void run_child(struct restore *rs);
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: restart-loader [-v] [--stats] [--pid-ns] [--path-map OLD=NEW]... IMAGE\n"
+	fprintf(f, "usage: restart-loader [-v] [--stats] [--pid-ns] [--path-map OLD=NEW]... "
+		   "[--cpu-check=enabled|in-use] IMAGE\n"
 		   "  -v, --verbose  say what could not be done as hoped\n"
 		   "      --stats    print the restore time and peak RSS (ibcr-stats: ...)\n"
 		   "      --path-map OLD=NEW\n"
 		   "                 restore the image's paths under OLD under NEW (repeatable)\n"
 		   "      --pid-ns   restore in a PID namespace of its own (and a user namespace\n"
-		   "                 when unprivileged): the original PIDs without privilege\n");
+		   "                 when unprivileged): the original PIDs without privilege\n"
+		   "      --cpu-check=in-use\n"
+		   "                 require only the CPU state the threads hold, not all the\n"
+		   "                 saving kernel enabled (a program started with a baseline)\n");
 }
 
 static double now_ms(void)
@@ -315,7 +319,7 @@ static int backing(struct img_reader *r, const struct ibcr_files *files,
 }
 
 static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files *files,
-		   const struct pathmap *pm, int verbose, struct ibcr_err *e)
+		   const struct pathmap *pm, int verbose, int cpu_in_use, struct ibcr_err *e)
 {
 	struct backing_ctx *bc = NULL;
 	struct selfc *sc = NULL;
@@ -326,7 +330,8 @@ static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files 
 		struct job *x = &j[i];
 
 		x->rs = (struct restore){ .r = r, .ps = &x->ps, .proc = i, .exe_fd = -1,
-					  .verbose = verbose, .files = files, .backing = bc };
+					  .verbose = verbose, .files = files, .backing = bc,
+					  .cpu_in_use = cpu_in_use };
 		if (imgr_load_process(r, i, &x->ps, e))
 			return -1;
 		pathmap_process(pm, &x->ps);
@@ -364,6 +369,7 @@ int main(int argc, char **argv)
 		{ "stats", no_argument, NULL, 'S' },
 		{ "path-map", required_argument, NULL, 'M' },
 		{ "pid-ns", no_argument, NULL, 'N' },
+		{ "cpu-check", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -377,6 +383,7 @@ int main(int argc, char **argv)
 	struct job *j;
 	struct pathmap pm = { 0 };
 	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL, pidns = 0;
+	int cpu_in_use = 0;
 
 	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
 		if (opt == 'v')
@@ -385,6 +392,13 @@ int main(int argc, char **argv)
 			stats = 1;
 		else if (opt == 'N')
 			pidns = 1;
+		else if (opt == 'C' && (!strcmp(optarg, "in-use") || !strcmp(optarg, "enabled")))
+			cpu_in_use = !strcmp(optarg, "in-use");
+		else if (opt == 'C') {
+			fprintf(stderr, "restart-loader: --cpu-check=%s: expected enabled or in-use\n",
+				optarg);
+			return 2;
+		}
 		else if (opt == 'M' && pathmap_add(&pm, optarg, &e)) {
 			fprintf(stderr, "restart-loader: %s\n", e.msg);
 			return 2;
@@ -417,7 +431,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	pathmap_files(&pm, &files);
-	if (prepare(&r, j, &files, &pm, verbose, &e)) {
+	if (prepare(&r, j, &files, &pm, verbose, cpu_in_use, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}

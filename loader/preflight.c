@@ -50,8 +50,8 @@ int preflight(struct restore *rs, struct ibcr_err *e)
 	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {
 		char why[256];
 
-		if (arch_check_cpu(ps->threads[i].fpregs, ps->threads[i].rec.fpregs_size,
-				   why, sizeof(why)))
+		if ((rs->cpu_in_use ? arch_check_cpu_in_use : arch_check_cpu)(
+			    ps->threads[i].fpregs, ps->threads[i].rec.fpregs_size, why, sizeof(why)))
 			return ibcr_fail(e, "thread %d: %s", ps->threads[i].rec.tid, why);
 	}
 	return 0;

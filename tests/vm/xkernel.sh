@@ -6,10 +6,12 @@
 # kernel and restored on another, in three boots of the x86 guest
 # (tools/vm/x86-vm.sh) with Debian's 6.1 and 6.12 kernels and the host's:
 #
-#   host            image "host" made
-#   boot 1 (6.1)    "host" refused by the CPU check (see below); image "g61"
+#   host            images "host" and "hostb" (started with a CPU baseline) made
+#   boot 1 (6.1)    "host" refused by the CPU check (see below), "hostb"
+#                   restored with --cpu-check=in-use (host -> 6.1); image "g61"
 #   host            "g61" restored (6.1 -> host)
-#   boot 2 (6.12)   "g61" restored (6.1 -> 6.12); image "g612"
+#   boot 2 (6.12)   "g61" restored (6.1 -> 6.12), "hostb" (host -> 6.12);
+#                   image "g612"
 #   boot 3 (6.1)    "g612" restored (6.12 -> 6.1)
 #   host            "g612" restored (6.12 -> host)
 #
@@ -17,9 +19,11 @@
 # kernels' vdsos differ), the program's ticks go on from where they were
 # and it ends with DONE and no FAIL. The guests run qemu's "max" CPU
 # without PKU and MPX, whose state this host's kernel cannot take. The
-# other way, the host's kernel keeps AVX-512 state, which no TCG guest
+# other way, the host's kernel enables AVX-512 state, which no TCG guest
 # has: its images are refused in the guest by the CPU check, naming the
-# state components, and that refusal is what boot 1 checks of "host".
+# state components ("host"); a program started with glibc's AVX-512 off
+# (GLIBC_TUNABLES) holds none of that state, and restart-loader
+# --cpu-check=in-use restores it there ("hostb").
 #
 # Prints PASS/FAIL per check and "xkernel: N passed, M failed"; exits
 # non-zero on any failure. Needs root (the harness). Images and logs are
@@ -37,6 +41,8 @@ CPU="-cpu max,pku=off,mpx=off"
 # are a pipe to the outside: restored, it writes to the loader's.
 make_image() {
 	local name=$1 pid i job
+	# "...b": a program that leaves AVX-512 alone (glibc would pick it here)
+	[[ $name != *b ]] || export GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F,-AVX512CD,-AVX512VL,-AVX512DQ,-AVX512BW
 	# its own shell, quiet: the job report of the kill is not a result
 	bash -c '"$0" "$1" 80 20 </dev/null 2>&1 | cat >"$2"' "$PROGS/clean-exec" \
 		"$PROGS/vdsoclock" "$RW/$name.made.out" 2>/dev/null &
@@ -52,13 +58,15 @@ make_image() {
 		return 1
 	fi
 	wait "$job"
+	unset GLIBC_TUNABLES
 	echo "PASS make-$name (on $(uname -r))"
 }
 
-# restore_image NAME TAG: restores $RW/NAME.ckpt here and checks it.
+# restore_image NAME TAG [LOADER-ARGS...]: restores $RW/NAME.ckpt here and checks it.
 restore_image() {
 	local name=$1 tag=$2 out=$RW/$1.$2.out err=$RW/$1.$2.err rc=0 last first
-	IBCR_TRACE=1 timeout 600 "$B/restart-loader" "$RW/$name.ckpt" >"$out" 2>"$err" || rc=$?
+	shift 2
+	IBCR_TRACE=1 timeout 600 "$B/restart-loader" "$@" "$RW/$name.ckpt" >"$out" 2>"$err" || rc=$?
 	last=$(sed -n 's/^tick \([0-9]*\) .*/\1/p' "$RW/$name.made.out" | tail -n 1)
 	first=$(sed -n 's/^tick \([0-9]*\) .*/\1/p' "$out" | head -n 1)
 	if ((rc != 0)); then
@@ -94,8 +102,12 @@ if [ "${1:-}" = --guest ]; then	# in a guest: PHASE RW
 	RW=$3
 	cd "$RW" || exit 2
 	case $2 in
-	boot1) refused_image host host-to-6.1; make_image g61 ;;
-	boot2) restore_image g61 6.1-to-6.12; make_image g612 ;;
+	boot1) refused_image host host-to-6.1
+		restore_image hostb host-to-6.1-baseline --cpu-check=in-use
+		make_image g61 ;;
+	boot2) restore_image g61 6.1-to-6.12
+		restore_image hostb host-to-6.12-baseline --cpu-check=in-use
+		make_image g612 ;;
 	boot3) restore_image g612 6.12-to-6.1 ;;
 	*) exit 2 ;;
 	esac
@@ -151,6 +163,7 @@ boot() {
 
 kver=$(kver612)
 count < <(make_image host)
+count < <(make_image hostb)
 boot boot1
 count < <(restore_image g61 6.1-to-host)
 if [ -n "$kver" ]; then
