@@ -8,7 +8,7 @@
 # directories too), once with its executable replaced by another build
 # (left alone: the process gets a memfd with the saved bytes, and runs
 # the saved code). An image made without --self-contained is refused in
-# both cases.
+# both cases. As an ordinary user too (its files gone, made again).
 . "$(dirname "$0")/lib.sh"
 
 # run_saved NAME: moved checkpointed into $T/NAME.ckpt (self-contained)
@@ -72,4 +72,30 @@ resumed other
 grep -q '/memfd:moved (deleted)' <<<"$RESUMED_MAPS" ||
 	fail "no memfd mapped for the replaced executable: $(grep moved <<<"$RESUMED_MAPS")"
 cmp -s "$PROGS/counter" "$T/other/bin/moved" || fail "the replacement was touched"
+
+# --- as an ordinary user: its files gone, made again where it may write
+is_root || exit 0
+chmod 755 "$T"
+mkdir -p "$T/user/bin"
+cp "$PROGS/counter" "$T/user/bin/counter"
+cat >"$T/user.sh" <<EOS
+cd "$T/user"
+for fd in /proc/\$\$/fd/*; do fd=\${fd##*/}; [ \$fd -gt 2 ] && eval "exec \$fd>&-"; done
+bin/counter 40 50 >../user.out 2>&1 </dev/null &
+pid=\$!
+while ! grep -q '^tick 5 ' ../user.out 2>/dev/null; do sleep 0.05; done
+"$SAVER" --self-contained --kill -o ../user.ckpt \$pid 2>../user.err || exit 10
+wait \$pid
+cd "$T"
+rm -rf "$T/user"
+timeout 60 "$LOADER" user.ckpt 2>>user.err || exit 11
+[ -x "$T/user/bin/counter" ] || exit 12
+EOS
+chown -R 65534:65534 "$T"
+st=0
+timeout 120 "$PROGS/runas" 65534 65534 bash "$T/user.sh" </dev/null 3>&- || st=$?
+[ "$st" = 0 ] || fail "as nobody (status $st: 10 saver, 11 restore, 12 no executable): $(cat "$T/user.err")"
+grep -q '^DONE' "$T/user.out" || fail "as nobody: the program did not finish"
+grep -q FAIL "$T/user.out" && fail "as nobody: the program found its memory changed"
+assert_ticks_continuous "$T/user.out"
 exit 0
