@@ -36,7 +36,8 @@ B=${IBCR_BUILD:-$ROOT/build}
 PROGS=$B/tests/progs
 CPU="-cpu max,pku=off,mpx=off"
 
-# make_image NAME: vdsoclock checkpointed (--kill) into $RW/NAME.ckpt; its
+# make_image NAME: vdsoclock (150 ticks, 30 ms: time for a saver under TCG)
+# checkpointed (--kill) into $RW/NAME.ckpt; its
 # output before the checkpoint in NAME.made.out. Its stdout and stderr
 # are a pipe to the outside: restored, it writes to the loader's.
 make_image() {
@@ -44,7 +45,7 @@ make_image() {
 	# "...b": a program that leaves AVX-512 alone (glibc would pick it here)
 	[[ $name != *b ]] || export GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F,-AVX512CD,-AVX512VL,-AVX512DQ,-AVX512BW
 	# its own shell, quiet: the job report of the kill is not a result
-	bash -c '"$0" "$1" 80 20 </dev/null 2>&1 | cat >"$2"' "$PROGS/clean-exec" \
+	bash -c '"$0" "$1" 150 30 </dev/null 2>&1 | cat >"$2"' "$PROGS/clean-exec" \
 		"$PROGS/vdsoclock" "$RW/$name.made.out" 2>/dev/null &
 	job=$!
 	for ((i = 0; i < 600; i++)); do
