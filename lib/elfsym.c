@@ -137,18 +137,28 @@ static int add_func(void *arg, const char *name, const Elf64_Sym *s)
 	return 0;
 }
 
+/* The program headers, all inside f, or NULL; *n of them. */
+static const Elf64_Phdr *phdrs(const uint8_t *f, uint64_t size, unsigned *n)
+{
+	const Elf64_Ehdr *eh = elf_header(f, size);
+
+	if (!eh || eh->e_phentsize != sizeof(Elf64_Phdr) ||
+	    !in_file(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr), size))
+		return NULL;
+	*n = eh->e_phnum;
+	return (const void *)(f + eh->e_phoff);
+}
+
 /* The lowest PT_LOAD's vaddr: symbol values are relative to the load base. */
 static int first_load(const uint8_t *f, uint64_t size, uint64_t *vaddr)
 {
-	const Elf64_Ehdr *eh = elf_header(f, size);
-	const Elf64_Phdr *ph;
+	unsigned n = 0;
+	const Elf64_Phdr *ph = phdrs(f, size, &n);
 	int found = 0;
 
-	if (!eh || eh->e_phentsize != sizeof(*ph) ||
-	    !in_file(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(*ph), size))
+	if (!ph)
 		return -1;
-	ph = (const void *)(f + eh->e_phoff);
-	for (unsigned i = 0; i < eh->e_phnum; i++)
+	for (unsigned i = 0; i < n; i++)
 		if (ph[i].p_type == PT_LOAD && (!found++ || ph[i].p_vaddr < *vaddr))
 			*vaddr = ph[i].p_vaddr;
 	return found ? 0 : -1;
@@ -171,14 +181,12 @@ int elf_funcs_mem(const uint8_t *f, uint64_t size, struct elf_func **out, size_t
 
 int elf_build_id_mem(const uint8_t *f, uint64_t size, uint8_t *id, size_t max, size_t *len)
 {
-	const Elf64_Ehdr *eh = elf_header(f, size);
-	const Elf64_Phdr *ph;
+	unsigned n = 0;
+	const Elf64_Phdr *ph = phdrs(f, size, &n);
 
-	if (!eh || eh->e_phentsize != sizeof(*ph) ||
-	    !in_file(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(*ph), size))
+	if (!ph)
 		return -1;
-	ph = (const void *)(f + eh->e_phoff);
-	for (unsigned i = 0; i < eh->e_phnum; i++) {
+	for (unsigned i = 0; i < n; i++) {
 		uint64_t off = ph[i].p_offset, end = off + ph[i].p_filesz;
 
 		if (ph[i].p_type != PT_NOTE || !in_file(off, ph[i].p_filesz, size))
