@@ -7,8 +7,10 @@
  * another machine, --path-map), the SHA-256 of its contents says whether
  * it has the same bytes (an ELF build-id does not: an edited binary keeps
  * it), and for a file too large to hash, its ELF build-id whether it is
- * the same build. Gathered while the image is written, outside the freeze:
- * a file that changes meanwhile changed while the process ran on it too.
+ * the same build. The digests are taken before the freeze, while the
+ * processes run (the files they map then), and for files mapped only by
+ * then, or changed since, while the image is written: never in the freeze
+ * of a process that runs on.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -73,6 +75,50 @@ static int add(struct ibcr_backings *b, const char *path, uint64_t dev, uint64_t
 	return (int)b->n++;
 }
 
+/*
+ * Digests taken before the freeze (backing_prehash), while the processes
+ * still run: reused for a file whose identity is still the one hashed.
+ * A static list: one saver run writes one image.
+ */
+static struct ibcr_backing *pre;
+static size_t npre;
+
+static int same_identity(const struct ibcr_backing *a, const struct ibcr_backing *b)
+{
+	return a->ino == b->ino && a->dev == b->dev && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
+}
+
+static int identify(struct ibcr_backing *f, const char *path, struct ibcr_err *e);
+
+void backing_prehash(pid_t pid)
+{
+	struct ibcr_err e = { "" };
+	struct maps_entry *m;
+	size_t n;
+
+	if (maps_read(pid, 0, &m, &n, &e))
+		return;	/* it is read again in the freeze, where errors count */
+	for (size_t i = 0; i < n; i++) {
+		struct ibcr_backing f = { 0 };
+		struct stat st;
+		int known = 0;
+
+		if (m[i].path[0] != '/' || stat(m[i].path, &st) || !S_ISREG(st.st_mode))
+			continue;
+		f = (struct ibcr_backing){ .ino = st.st_ino, .dev = st.st_dev,
+					   .size = (uint64_t)st.st_size,
+					   .mtime_ns = ns(&st.st_mtim), .ctime_ns = ns(&st.st_ctim) };
+		for (size_t k = 0; k < npre && !known; k++)
+			known = same_identity(&pre[k], &f);
+		if (known || identify(&f, m[i].path, &e))
+			continue;
+		pre = xrealloc(pre, (npre + 1) * sizeof(*pre));
+		pre[npre++] = f;
+	}
+	maps_free(m, n);
+}
+
 /* SHA-256 (up to HASH_MAX) and build-id (ELF), of the file as recorded. */
 static int identify(struct ibcr_backing *f, const char *path, struct ibcr_err *e)
 {
@@ -81,6 +127,8 @@ static int identify(struct ibcr_backing *f, const char *path, struct ibcr_err *e
 	size_t len = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
+	if (fd < 0 && (errno == EACCES || errno == EPERM))
+		return 0;	/* unreadable to us: recognised as the very file only */
 	if (fd < 0)
 		return ibcr_fail_errno(e, errno, "mapped file %s", path);
 	if (fstat(fd, &st) || st.st_ino != f->ino || st.st_dev != f->dev ||
@@ -133,9 +181,23 @@ static int collect(const struct target *t, uint32_t n, const struct backing_opt 
 				return -1;
 		}
 	/* a file only open is found by its path at restore, as it is then */
-	for (uint32_t i = 0; i < b->n; i++)
-		if ((b->f[i].flags & IBCR_BACKF_MAPPED) && identify(&b->f[i], b->paths[i], e))
+	for (uint32_t i = 0; i < b->n; i++) {
+		struct ibcr_backing *f = &b->f[i];
+		size_t k = 0;
+
+		if (!(f->flags & IBCR_BACKF_MAPPED))
+			continue;
+		while (k < npre && !same_identity(&pre[k], f))
+			k++;
+		if (k < npre) {
+			f->flags |= pre[k].flags & (IBCR_BACKF_SHA256 | IBCR_BACKF_BUILD_ID);
+			memcpy(f->sha256, pre[k].sha256, sizeof(f->sha256));
+			memcpy(f->build_id, pre[k].build_id, sizeof(f->build_id));
+			f->build_id_len = pre[k].build_id_len;
+		} else if (identify(f, b->paths[i], e)) {
 			return -1;
+		}
+	}
 	return 0;
 }
 

@@ -343,6 +343,9 @@ int main(int argc, char **argv)
 	/* smaps walks every page: read it now, while they still run */
 	for (uint32_t i = 0; i < n && !rc && !tree && how == RELEASE_RUN && snapshots; i++)
 		vmflags_preread(&t[i]);
+	/* the mapped files' digests too: time they would cost in the freeze */
+	for (uint32_t i = 0; i < n && !rc; i++)
+		backing_prehash(t[i].pid);
 	s.frozen = now_ms();
 	/* All are stopped before any is read: one consistent point in time. */
 	if (tree && !rc)

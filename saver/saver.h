@@ -128,6 +128,8 @@ struct backing_opt {
 };
 int backing_write(struct img_writer *w, const struct target *t, uint32_t n,
 		  const struct backing_opt *o, struct ibcr_err *e);
+/* before the freeze: digests of the files pid maps now */
+void backing_prehash(pid_t pid);
 
 /* util */
 int read_target(struct target *t, uint64_t addr, void *buf, size_t len,
