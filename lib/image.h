@@ -30,7 +30,7 @@ struct ibcr_file_hdr {
 	uint32_t version;
 	uint32_t arch;		/* enum ibcr_arch */
 	uint32_t page_size;
-	uint32_t flags;		/* none defined in version 1: must be 0 */
+	uint32_t flags;		/* IBCR_HDRF_* */
 	uint32_t nprocs;	/* processes in this image */
 	uint32_t hdr_size;	/* sizeof(struct ibcr_file_hdr) */
 	uint64_t created_ns;	/* CLOCK_REALTIME when the image was made */
@@ -56,6 +56,8 @@ enum ibcr_sec_type {
 	IBCR_SEC_TATTRS = 15,	/* struct ibcr_tattrs[nthreads] */
 	IBCR_SEC_FILEDATA = 16,	/* image-wide: bytes of deleted files and memfds */
 	IBCR_SEC_FILEATTRS = 17,	/* image-wide: struct ibcr_fattr[FILEOBJS' nobjs] */
+	IBCR_SEC_BACKING = 22,	/* image-wide: mapped (and carried) files: identity, contents */
+	IBCR_SEC_VDSO = 23,	/* image-wide: the saving kernel's [vdso], its bytes */
 	IBCR_SEC_END = 0x7fff,	/* last section: marks a complete image */
 };
 
@@ -581,6 +583,45 @@ struct ibcr_sysv_msg {
 	uint64_t len;		/* bytes of text */
 	uint64_t data_off;	/* in the data area */
 };
+
+/*
+ * BACKING section (image-wide): the files the processes map, each once
+ * (by device and inode), with what a restore recognises them by; in a
+ * self-contained image (IBCR_HDRF_SELF_CONTAINED) also the regular files
+ * they have open, with their contents. struct ibcr_backing_hdr, nfiles
+ * records, the string table. The contents, when carried, are a stream of
+ * their own: a second BACKING section with flag IBCR_SECF_CRC_PER_REGION
+ * (and IBCR_SECF_BLOCKS when compressed), laid out like a PAGES payload,
+ * each file's bytes at its data_off, summed like a region (data_sum).
+ */
+#define IBCR_BACKF_BUILD_ID 0x1	/* build_id[build_id_len]: its ELF build-id */
+#define IBCR_BACKF_SHA256 0x2	/* sha256[]: the SHA-256 of its contents */
+#define IBCR_BACKF_CONTENTS 0x4	/* its contents are in the image */
+#define IBCR_BACKF_MAPPED 0x8	/* a process maps it */
+#define IBCR_BACKF_OPEN 0x10	/* a process has it open (self-contained) */
+
+struct ibcr_backing {
+	uint64_t ino, dev, size, mtime_ns, ctime_ns;	/* at the checkpoint */
+	uint32_t mode;		/* st_mode */
+	uint32_t flags;		/* IBCR_BACKF_* */
+	uint32_t path_off;	/* in the string table */
+	uint32_t build_id_len;
+	uint8_t build_id[32];
+	uint8_t sha256[32];
+	uint64_t data_off;	/* CONTENTS: its bytes in the contents stream */
+	uint64_t data_len;	/* (size, rounded up to the page size) */
+	uint32_t data_sum;	/* page_sum of those bytes, as a region's */
+	uint32_t pad;
+};
+
+struct ibcr_backing_hdr {
+	uint32_t nfiles;
+	uint32_t strtab_size;
+	/* struct ibcr_backing[nfiles], string table */
+};
+
+/* File header flags. */
+#define IBCR_HDRF_SELF_CONTAINED 0x1	/* carries its files (BACKING contents) */
 
 /* FILES section, one per process: its descriptors, sorted by number. */
 struct ibcr_fd {

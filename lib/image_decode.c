@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -478,8 +479,9 @@ static int dec_vmas(struct img_reader *r, uint32_t proc, const uint8_t *p,
 }
 
 /* The block index of a compressed PAGES payload, every header checked. */
-static int scan_blocks(struct img_reader *r, uint32_t proc, const struct img_section *s,
-		       struct ibcr_process_state *ps, struct ibcr_err *e)
+int imgr_scan_blocks(struct img_reader *r, const struct img_section *s, const char *what,
+		     struct ibcr_blockref **blocks, uint64_t *nblocks, uint64_t *raw_size,
+		     struct ibcr_err *e)
 {
 	uint64_t off = s->payload, end = s->payload + s->h.size, raw = 0, cap = 0;
 
@@ -488,29 +490,37 @@ static int scan_blocks(struct img_reader *r, uint32_t proc, const struct img_sec
 		struct ibcr_blockref *ref;
 
 		if (end - off < sizeof(b) || pread(r->fd, &b, sizeof(b), (off_t)off) != sizeof(b))
-			return ibcr_fail(e, "image %s: process %u: page block at offset %llu "
-					 "is cut off", r->path, proc, (unsigned long long)off);
+			return ibcr_fail(e, "image %s: %s: page block at offset %llu "
+					 "is cut off", r->path, what, (unsigned long long)off);
 		if (b.magic != IBCR_BLOCK_MAGIC ||
 		    b.hdr_crc != crc32c(0, &b, offsetof(struct ibcr_block, hdr_crc)))
-			return ibcr_fail(e, "image %s: process %u: page block at offset %llu "
-					 "is corrupt (header CRC mismatch)", r->path, proc,
+			return ibcr_fail(e, "image %s: %s: page block at offset %llu "
+					 "is corrupt (header CRC mismatch)", r->path, what,
 					 (unsigned long long)off);
 		if (b.raw_off != raw || b.raw_len == 0 || b.raw_len > (16u << 20) ||
 		    b.stored_len > end - off - sizeof(b) || b.codec > IBCR_CODEC_ZLIB ||
 		    (b.codec == IBCR_CODEC_RAW && b.stored_len != b.raw_len))
-			return ibcr_fail(e, "image %s: process %u: page block at offset %llu "
-					 "is malformed", r->path, proc, (unsigned long long)off);
-		if (ps->nblocks == cap)
-			ps->blocks = xrealloc(ps->blocks, sizeof(*ps->blocks) *
-					      (cap = cap ? cap * 2 : 64));
-		ref = &ps->blocks[ps->nblocks++];
+			return ibcr_fail(e, "image %s: %s: page block at offset %llu "
+					 "is malformed", r->path, what, (unsigned long long)off);
+		if (*nblocks == cap)
+			*blocks = xrealloc(*blocks, sizeof(**blocks) * (cap = cap ? cap * 2 : 64));
+		ref = &(*blocks)[(*nblocks)++];
 		*ref = (struct ibcr_blockref){ off + sizeof(b), b.raw_off, b.raw_len,
 					       b.stored_len, b.codec, b.raw_crc };
 		raw += b.raw_len;
 		off += sizeof(b) + (b.stored_len + 7) / 8 * 8;
 	}
-	ps->pages_size = raw;
+	*raw_size = raw;
 	return 0;
+}
+
+static int scan_blocks(struct img_reader *r, uint32_t proc, const struct img_section *s,
+		       struct ibcr_process_state *ps, struct ibcr_err *e)
+{
+	char what[32];
+
+	snprintf(what, sizeof(what), "process %u", proc);
+	return imgr_scan_blocks(r, s, what, &ps->blocks, &ps->nblocks, &ps->pages_size, e);
 }
 
 static int dec_opaque(const struct img_section *s, const uint8_t *p,

@@ -37,6 +37,8 @@ const char *ibcr_sec_type_name(uint32_t type)
 	case IBCR_SEC_TATTRS: return "TATTRS";
 	case IBCR_SEC_FILEDATA: return "FILEDATA";
 	case IBCR_SEC_FILEATTRS: return "FILEATTRS";
+	case IBCR_SEC_BACKING: return "BACKING";
+	case IBCR_SEC_VDSO: return "VDSO";
 	case IBCR_SEC_END: return "END";
 	}
 	return "unknown";
@@ -82,7 +84,7 @@ static int check_file_hdr(struct img_reader *r, struct ibcr_err *e)
 		return ibcr_fail(e, "image %s: format version %u was made by an older saver "
 				 "(its page checksums are computed otherwise); this one reads "
 				 "version %u", r->path, h->version, IBCR_VERSION);
-	if (h->hdr_size != sizeof(*h) || h->flags)
+	if (h->hdr_size != sizeof(*h) || (h->flags & ~(uint32_t)IBCR_HDRF_SELF_CONTAINED))
 		return ibcr_fail(e, "image %s: unsupported header (version %u, size %u, flags %#x)",
 				 r->path, h->version, h->hdr_size, h->flags);
 	if (h->page_size < 4096 || h->page_size > 65536 ||

@@ -100,6 +100,18 @@ struct ibcr_sysvipc {
 	uint8_t *data;		/* message text, at each message's data_off */
 };
 
+/* The image's backing files (BACKING section, image_port.c). */
+struct ibcr_backings {
+	uint32_t n;
+	struct ibcr_backing *f;
+	char **paths;
+	uint64_t data_payload;	/* self-contained: file offset of the contents stream */
+	uint64_t data_size;	/* its bytes (uncompressed) */
+	uint64_t nblocks;	/* compressed: its blocks */
+	struct ibcr_blockref *blocks;
+};
+
+void ibcr_backings_free(struct ibcr_backings *b);
 void ibcr_process_free(struct ibcr_process_state *ps);
 void ibcr_sysvipc_free(struct ibcr_sysvipc *s);
 void ibcr_files_free(struct ibcr_files *f);

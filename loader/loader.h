@@ -57,6 +57,9 @@ struct restore {
 	uint32_t nkeep;
 	const struct job *jobs;	/* the image's processes (their pids, once forked) */
 	uint32_t njobs;
+	struct vdso_proxy *vdso;	/* another kernel's vdso: the proxy (vdso.c) */
+	struct backing_ctx *backing;	/* the image's backing files (backing.c) */
+	int cpu_in_use;		/* --cpu-check=in-use */
 };
 
 /* creds.c: can the loader give every thread its credentials and sandbox? */
@@ -80,6 +83,44 @@ int tcp_repair_on(int s);
 int tcp_restore(int s, const uint8_t *data, uint64_t len, const struct sockaddr *peer,
 		socklen_t plen);
 int tcp_finish(const struct ibcr_files *f, const int *fds, struct ibcr_err *e);
+
+/* pathmap.c: --path-map OLD=NEW, applied to the image's paths once read */
+struct pathmap_rule;
+struct pathmap {
+	size_t n;
+	struct pathmap_rule *rule;
+};
+int pathmap_add(struct pathmap *pm, const char *arg, struct ibcr_err *e);
+/* path's translation (malloc'd), or NULL when no rule applies */
+char *pathmap_lookup(const struct pathmap *pm, const char *path);
+void pathmap_process(const struct pathmap *pm, struct ibcr_process_state *ps);
+void pathmap_files(const struct pathmap *pm, struct ibcr_files *f);
+void pathmap_backing(const struct pathmap *pm, struct ibcr_backings *b);
+
+/* backing.c: is every mapped file the one saved (identity, build-id, digest)? */
+struct backing_ctx;
+/* trusted: per file, 1 when it was put back by selfc.c (or NULL) */
+struct backing_ctx *backing_ctx(const struct ibcr_backings *b, const uint8_t *trusted);
+int backing_check(struct restore *rs, struct ibcr_err *e);
+
+/* selfc.c: a self-contained image's files, put back where missing */
+struct selfc;
+int selfc_prepare(struct img_reader *r, const struct ibcr_backings *b,
+		  const struct ibcr_files *files, struct selfc **out, struct ibcr_err *e);
+const uint8_t *selfc_trusted(const struct selfc *sc);
+/* its missing cwd made, its mapped files that are memfds named so */
+int selfc_process(const struct selfc *sc, struct ibcr_process_state *ps, struct ibcr_err *e);
+
+/* main.c: exits the way a restored process did (status from waitpid) */
+__attribute__((noreturn)) void exit_like(int st);
+
+/* pidns.c: --pid-ns; returns in the new namespace's first process */
+int pidns_enter(struct ibcr_err *e);
+/* a restore as root of a user namespace must find the saved ids mapped */
+int userns_check_creds(const struct ibcr_process_state *ps, struct ibcr_err *e);
+
+/* init.c: as pid 1 (a container's init), signals go on to the processes */
+void init_forward(const pid_t *pids, size_t n);
 
 /* preflight.c: checks that need no change to anything */
 int preflight(struct restore *rs, struct ibcr_err *e);
@@ -206,6 +247,27 @@ int sysvipc_prepare(const struct ibcr_sysvipc *s, struct ibcr_err *e);
 /* hole.c: a range free now and in the saved layouts of processes ps */
 int find_free(const struct ibcr_process_state *const *ps, uint32_t nps, size_t size,
 	      uint64_t *at, struct ibcr_err *e);
+/*
+ * hole.c: a place for len bytes in [lo, hi) overlapping no busy range,
+ * the point off bytes into it as near `near` as can be; -1 if none.
+ */
+int find_free_near(const struct plan_range *busy, size_t n, uint64_t len, uint64_t off,
+		   uint64_t near, uint64_t lo, uint64_t hi, uint64_t *at);
+
+/*
+ * vdso.c: the kernel's special mappings. The same kernel: each moves
+ * back to its saved address. Another kernel (its [vdso] differs): a
+ * vdso proxy, the saved vdso's bytes at their old address with each
+ * entry point redirected into this kernel's vdso, which moves with its
+ * data pages to a place free in the saved layout, near the old one.
+ */
+struct vdso_proxy;
+int vdso_preflight(struct restore *rs, struct ibcr_err *e);
+/* Room the plan needs for it in the hole, and to park the special mappings. */
+size_t vdso_plan_size(const struct restore *rs);
+size_t vdso_park_size(const struct restore *rs);
+int vdso_plan(struct plan *p, const struct restore *rs, uint8_t *proxy, uint64_t park,
+	      struct ibcr_err *e);
 
 /* tree.c: processes come back as the tree they were */
 void tree_link(struct job *j, uint32_t n);

@@ -32,9 +32,17 @@ void run_child(struct restore *rs);
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: restart-loader [-v] [--stats] IMAGE\n"
+	fprintf(f, "usage: restart-loader [-v] [--stats] [--pid-ns] [--path-map OLD=NEW]... "
+		   "[--cpu-check=enabled|in-use] IMAGE\n"
 		   "  -v, --verbose  say what could not be done as hoped\n"
-		   "      --stats    print the restore time and peak RSS (ibcr-stats: ...)\n");
+		   "      --stats    print the restore time and peak RSS (ibcr-stats: ...)\n"
+		   "      --path-map OLD=NEW\n"
+		   "                 restore the image's paths under OLD under NEW (repeatable)\n"
+		   "      --pid-ns   restore in a PID namespace of its own (and a user namespace\n"
+		   "                 when unprivileged): the original PIDs without privilege\n"
+		   "      --cpu-check=in-use\n"
+		   "                 require only the CPU state the threads hold, not all the\n"
+		   "                 saving kernel enabled (a program started with a baseline)\n");
 }
 
 static double now_ms(void)
@@ -57,7 +65,7 @@ static void print_trace(int fd)
 }
 
 /* Exits the way a restored process did. */
-static __attribute__((noreturn)) void exit_like(int st)
+__attribute__((noreturn)) void exit_like(int st)
 {
 	if (WIFSIGNALED(st)) {
 		/* no core dump of ours: the program's own was made, or not */
@@ -251,12 +259,14 @@ static int wait_ready(struct job *j, uint32_t n)
 static __attribute__((noreturn)) void wait_all(struct job *j, uint32_t n)
 {
 	uint32_t left = 0, roots = 0;
+	pid_t *pids = xcalloc(n + 1, sizeof(*pids));
 
 	for (uint32_t i = 0; i < n; i++)
 		if (j[i].parent < 0 && j[i].child > 0)
-			left++, roots++;
+			pids[roots++] = j[i].child, left++;
 	signal(SIGINT, SIG_IGN);	/* terminal signals reach the processes */
 	signal(SIGQUIT, SIG_IGN);
+	init_forward(pids, roots);	/* a container's init passes them on */
 	while (left) {
 		int st;
 		pid_t pid = waitpid(-1, &st, 0);
@@ -293,22 +303,51 @@ static int open_image(const char *path, struct img_reader *r, struct ibcr_err *e
 }
 
 /* Everything that can be checked before anything changes. */
-static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files *files,
-		   int verbose, struct ibcr_err *e)
+/* The image's backing files: a self-contained image's put back first. */
+static int backing(struct img_reader *r, const struct ibcr_files *files,
+		   const struct pathmap *pm, struct selfc **sc, struct backing_ctx **bc,
+		   struct ibcr_err *e)
 {
+	static struct ibcr_backings b;
+
+	if (imgr_load_backing(r, &b, e))
+		return -1;
+	pathmap_backing(pm, &b);
+	if ((r->hdr.flags & IBCR_HDRF_SELF_CONTAINED) && selfc_prepare(r, &b, files, sc, e))
+		return -1;
+	*bc = backing_ctx(&b, selfc_trusted(*sc));
+	return 0;
+}
+
+static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files *files,
+		   const struct pathmap *pm, int verbose, int cpu_in_use, struct ibcr_err *e)
+{
+	struct backing_ctx *bc = NULL;
+	struct selfc *sc = NULL;
+
+	if (backing(r, files, pm, &sc, &bc, e) || preflight_files(files, e))
+		return -1;
 	for (uint32_t i = 0; i < r->hdr.nprocs; i++) {
 		struct job *x = &j[i];
 
 		x->rs = (struct restore){ .r = r, .ps = &x->ps, .proc = i, .exe_fd = -1,
 					  .verbose = verbose, .files = files, .jobs = j,
-					  .njobs = r->hdr.nprocs };
+					  .njobs = r->hdr.nprocs, .backing = bc,
+					  .cpu_in_use = cpu_in_use };
 		if (imgr_load_process(r, i, &x->ps, e))
+			return -1;
+		pathmap_process(pm, &x->ps);
+		if (selfc_process(sc, &x->ps, e))
 			return -1;
 		if (is_zombie(x))
 			continue;
 		if (preflight(&x->rs, e) || creds_preflight(&x->rs, e))
 			return -1;
 		if (verbs_pokes(&x->rs, e))
+			return -1;
+		/* as the root of a user namespace, the saved ids must be mapped */
+		if (geteuid() == 0 && (x->ps.rec.uid[0] || x->ps.rec.uid[1] || x->ps.rec.gid[0] ||
+				       x->ps.rec.gid[1]) && userns_check_creds(&x->ps, e))
 			return -1;
 	}
 	return 0;
@@ -331,6 +370,9 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "stats", no_argument, NULL, 'S' },
+		{ "path-map", required_argument, NULL, 'M' },
+		{ "pid-ns", no_argument, NULL, 'N' },
+		{ "cpu-check", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -342,14 +384,28 @@ int main(int argc, char **argv)
 	struct ibcr_sysv sysv;
 	struct ibcr_sysvipc ipc;
 	struct job *j;
-	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL;
+	struct pathmap pm = { 0 };
+	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL, pidns = 0;
+	int cpu_in_use = 0;
 
 	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
 		if (opt == 'v')
 			verbose = 1;
 		else if (opt == 'S')
 			stats = 1;
-		else {
+		else if (opt == 'N')
+			pidns = 1;
+		else if (opt == 'C' && (!strcmp(optarg, "in-use") || !strcmp(optarg, "enabled")))
+			cpu_in_use = !strcmp(optarg, "in-use");
+		else if (opt == 'C') {
+			fprintf(stderr, "restart-loader: --cpu-check=%s: expected enabled or in-use\n",
+				optarg);
+			return 2;
+		}
+		else if (opt == 'M' && pathmap_add(&pm, optarg, &e)) {
+			fprintf(stderr, "restart-loader: %s\n", e.msg);
+			return 2;
+		} else if (opt != 'M') {
 			usage(opt == 'h' ? stdout : stderr);
 			return opt == 'h' ? 0 : 2;
 		}
@@ -364,13 +420,21 @@ int main(int argc, char **argv)
 	 * every signal's saved action, this one included.
 	 */
 	signal(SIGPIPE, SIG_IGN);
+	if (pidns && pidns_enter(&e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
 	if (open_image(argv[optind], &r, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
 	j = xcalloc(r.hdr.nprocs, sizeof(*j));
-	if (imgr_load_files(&r, &files, &e) || preflight_files(&files, &e) ||
-	    prepare(&r, j, &files, verbose, &e)) {
+	if (imgr_load_files(&r, &files, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
+	pathmap_files(&pm, &files);
+	if (prepare(&r, j, &files, &pm, verbose, cpu_in_use, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}

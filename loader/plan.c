@@ -88,28 +88,37 @@ static size_t hole_size(const struct restore *rs, size_t pg)
 	for (uint32_t i = 0; i < rs->npokes; i++)
 		n += sizeof(struct plan_poke) + rs->pokes[i].len + PAD;
 	n += sizeof(struct plan_poke);
+	n += vdso_plan_size(rs);
 	return (n + pg - 1) & ~(pg - 1);
 }
 
-static size_t count_park(const struct ibcr_process_state *ps)
+static size_t count_park(const struct restore *rs)
 {
+	const struct ibcr_process_state *ps = rs->ps;
 	size_t park = 0;
 
+	if (rs->vdso)	/* this kernel's set moves, not the saved one */
+		return vdso_park_size(rs);
 	for (uint32_t i = 0; i < ps->nvmas; i++)
 		if (ps->vmas[i].kind == IBCR_VMA_SPECIAL)
 			park += ps->vmas[i].end - ps->vmas[i].start;
 	return park;
 }
 
-static int plan_specials(struct plan *p, struct arena *a, const struct ibcr_process_state *ps,
+static int plan_specials(struct plan *p, struct arena *a, const struct restore *rs,
 			 uint64_t park, struct ibcr_err *e)
 {
+	const struct ibcr_process_state *ps = rs->ps;
 	struct maps_entry *m;
 	size_t n;
 
 	if (maps_read(0, 0, &m, &n, e))
 		return -1;
-	p->special = take(a, sizeof(struct plan_special) * (ps->nvmas + 1), 8);
+	p->special = take(a, sizeof(struct plan_special) * (ps->nvmas + n + 1), 8);
+	if (rs->vdso) {	/* another kernel: vdso.c */
+		maps_free(m, n);
+		return vdso_plan(p, rs, take(a, vdso_plan_size(rs), 16), park, e);
+	}
 	for (uint32_t i = 0; i < ps->nvmas; i++) {
 		const struct ibcr_vma *v = &ps->vmas[i];
 
@@ -301,7 +310,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	       uint64_t *sp, struct ibcr_err *e)
 {
 	size_t pg = (size_t)getpagesize(), blob = blob_size();
-	size_t park = count_park(rs->ps), size = hole_size(rs, pg);
+	size_t park = count_park(rs), size = hole_size(rs, pg);
 	const struct core_blob_head *head = (const void *)ibcr_core_blob;
 	struct arena a;
 	struct plan *p;
@@ -344,7 +353,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	p->image_path = take_str(&a, rs->r->path);
 	p->bounce_len = BOUNCE;
 	p->bounce = take(&a, BOUNCE, 64);
-	if (plan_specials(p, &a, rs->ps, park_at, e))
+	if (plan_specials(p, &a, rs, park_at, e))
 		return -1;
 	plan_vmas(p, &a, rs);
 	plan_process(p, &a, rs);

@@ -2,7 +2,8 @@
 /*
  * Checks made before anything changes: every file the process needs is
  * there and is the same file, and this kernel's special mappings are the
- * ones the image was taken with. A failure here leaves nothing behind.
+ * ones the image was taken with, or can stand in for them (vdso.c). A
+ * failure here leaves nothing behind.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,15 +14,8 @@
 #include <unistd.h>
 
 #include "cpu.h"
-#include "crc32c.h"
 #include "fdkinds.h"
 #include "loader.h"
-#include "procfs.h"
-
-static uint64_t mtime_ns(const struct stat *st)
-{
-	return (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
-}
 
 int preflight_files(const struct ibcr_files *f, struct ibcr_err *e)
 {
@@ -49,85 +43,6 @@ int preflight_files(const struct ibcr_files *f, struct ibcr_err *e)
 	return 0;
 }
 
-/*
- * A mapped file that changed would make the process run on different
- * code or data than it was checkpointed with: refuse.
- */
-static int check_mapped_files(const struct ibcr_process_state *ps, struct ibcr_err *e)
-{
-	for (uint32_t i = 0; i < ps->nvmas; i++) {
-		const struct ibcr_vma *v = &ps->vmas[i];
-		const char *path = ps->vma_names[i];
-		struct stat st;
-
-		if (v->kind != IBCR_VMA_FILE || (v->flags & IBCR_VMAF_OBJFILE))
-			continue;	/* (a file object of the image: made by the loader) */
-		if (stat(path, &st))
-			return ibcr_fail_errno(e, errno, "mapped file %s", path);
-		if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != v->file_size ||
-		    mtime_ns(&st) != v->file_mtime_ns)
-			return ibcr_fail(e, "mapped file %s has changed since the checkpoint "
-					 "(size or modification time differ); refusing to "
-					 "resume on different contents", path);
-	}
-	return 0;
-}
-
-static const struct maps_entry *find_special(const struct maps_entry *m, size_t n,
-					     const char *name)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(m[i].path, name))
-			return &m[i];
-	return NULL;
-}
-
-static int is_kernel_special(const char *name)
-{
-	return name[0] == '[' && strcmp(name, "[heap]") && strcmp(name, "[stack]") &&
-	       strcmp(name, "[vsyscall]") && strncmp(name, "[anon", 5);
-}
-
-/*
- * The saved [vdso] must be this kernel's, byte for byte: libc caches
- * pointers into it. Each saved special mapping needs its twin here, and
- * no special mapping of this kernel may be left without one.
- */
-static int check_specials(const struct ibcr_process_state *ps, struct ibcr_err *e)
-{
-	struct maps_entry *m;
-	size_t n, nsaved = 0, ncur = 0;
-	int rc = 0;
-
-	if (maps_read(0, 0, &m, &n, e))
-		return -1;
-	for (uint32_t i = 0; i < ps->nvmas && !rc; i++) {
-		const struct ibcr_vma *v = &ps->vmas[i];
-		const struct maps_entry *c;
-
-		if (v->kind != IBCR_VMA_SPECIAL)
-			continue;
-		nsaved++;
-		c = find_special(m, n, ps->vma_names[i]);
-		if (!c || c->end - c->start != v->end - v->start)
-			rc = ibcr_fail(e, "kernel mapping %s differs from this kernel's: the "
-				       "image comes from another kernel, which is not "
-				       "supported yet", ps->vma_names[i]);
-		else if (!strcmp(ps->vma_names[i], "[vdso]") &&
-			 crc32c(0, (void *)c->start, c->end - c->start) != v->file_ino)
-			rc = ibcr_fail(e, "[vdso] differs from this kernel's: the image "
-				       "comes from another kernel, which is not supported yet");
-	}
-	for (size_t i = 0; i < n; i++)
-		ncur += is_kernel_special(m[i].path);
-	if (!rc && ncur != nsaved)
-		rc = ibcr_fail(e, "this kernel has %zu special mappings, the image %zu: "
-			       "it comes from another kernel, which is not supported yet",
-			       ncur, nsaved);
-	maps_free(m, n);
-	return rc;
-}
-
 static int cwd_removed(const struct ibcr_process_state *ps, const struct ibcr_files *f)
 {
 	size_t n = strlen(ps->cwd), k = strlen(" (deleted)");
@@ -150,14 +65,14 @@ int preflight(struct restore *rs, struct ibcr_err *e)
 	if (!cwd_removed(ps, rs->files) && (stat(ps->cwd, &st) || !S_ISDIR(st.st_mode)))
 		return ibcr_fail(e, "working directory %s does not exist", ps->cwd);
 	if (ibcr_check_fds(ps, rs->files, e) || external_preflight(rs, e) ||
-	    check_mapped_files(ps, e) || check_specials(ps, e) ||
+	    backing_check(rs, e) || vdso_preflight(rs, e) ||
 	    verbs_preflight(ps, e) || attrs_preflight(rs, e))
 		return -1;
 	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {
 		char why[256];
 
-		if (arch_check_cpu(ps->threads[i].fpregs, ps->threads[i].rec.fpregs_size,
-				   why, sizeof(why)))
+		if ((rs->cpu_in_use ? arch_check_cpu_in_use : arch_check_cpu)(
+			    ps->threads[i].fpregs, ps->threads[i].rec.fpregs_size, why, sizeof(why)))
 			return ibcr_fail(e, "thread %d: %s", ps->threads[i].rec.tid, why);
 	}
 	return 0;

@@ -25,7 +25,7 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: saver [--tree] [--kill | --stop] [--compress[=CODEC[:LEVEL]]] [--direct | --cached] [--external-fd SPEC]... -o IMAGE PID...\n"
+	fprintf(f, "usage: saver [--tree] [--kill | --stop] [--compress[=CODEC[:LEVEL]]] [--direct | --cached] [--external-fd SPEC]... [--self-contained] -o IMAGE PID...\n"
 		   "  -o, --output IMAGE  write the checkpoint to IMAGE\n"
 		   "  -t, --tree          also every descendant of each PID\n"
 		   "  -k, --kill          kill the processes once the image is complete\n"
@@ -34,6 +34,8 @@ static void usage(FILE *f)
 		   "                      what the restore puts at FD, which leads outside the\n"
 		   "                      image (of process PID, or of every one): nothing,\n"
 		   "                      /dev/null, restart-loader's own FD, or its terminal\n"
+		   "      --self-contained\n"
+		   "                      carry every mapped and open regular file in the image\n"
 		   "      --sysv-ipc=used|all\n"
 		   "                      SysV semaphore sets and queues to save: those the\n"
 		   "                      processes used last (default), or all they may use\n"
@@ -123,6 +125,7 @@ static int write_meta(struct img_writer *w, uint32_t idx, struct target *t,
 struct image_opt {
 	int codec, level;
 	enum { IO_AUTO, IO_DIRECT, IO_CACHED } io;
+	int self_contained;	/* --self-contained */
 };
 
 /* "zstd", "zlib", "zstd:3", ":9" (default codec), "" (default). */
@@ -178,8 +181,10 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 	struct img_writer w;
 	struct buf b = { 0 };
 	int want = c->io == IO_DIRECT || (c->io == IO_AUTO && image_direct(t, n));
+	struct backing_opt bo = { c->self_contained, c->codec, c->level, &objs->f };
 
-	if (imgw_open(&w, out, ibcr_host_arch(), n, want ? IMGW_DIRECT : 0, e))
+	if (imgw_open(&w, out, ibcr_host_arch(), n, (want ? IMGW_DIRECT : 0) |
+		      (c->self_contained ? IMGW_SELF_CONTAINED : 0), e))
 		return -1;
 	enc_fileobjs(&b, &objs->f);
 	if (imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p, b.len, e) ||
@@ -188,7 +193,8 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 					  objs->f.attrs, sizeof(*objs->f.attrs) * objs->f.nobjs,
 					  e)))
 		goto fail;
-	if (write_sysv(&w, sysv, ipc, e))
+	if (write_sysv(&w, sysv, ipc, e) || vdso_write_section(t, n, &w, e) ||
+	    backing_write(&w, t, n, &bo, e))
 		goto fail;
 	for (uint32_t i = 0; i < n; i++) {
 		b.len = 0;
@@ -299,6 +305,7 @@ int main(int argc, char **argv)
 		{ "tree", no_argument, NULL, 't' },
 		{ "tcp-close", no_argument, NULL, 'T' },
 		{ "external-fd", required_argument, NULL, 'X' },
+		{ "self-contained", no_argument, NULL, 'P' },
 		{ "sysv-ipc", required_argument, NULL, 'I' },
 		{ "barrier", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
@@ -309,7 +316,7 @@ int main(int argc, char **argv)
 	struct target *t;
 	struct ibcr_err e = { "" };
 	struct stats s = { .start = now_ms() };
-	struct image_opt comp = { IBCR_CODEC_RAW, 0, IO_AUTO };
+	struct image_opt comp = { IBCR_CODEC_RAW, 0, IO_AUTO, 0 };
 	struct fobjs objs = { 0 };
 	struct ibcr_sysv sysv = { 0 };
 	struct ibcr_sysvipc ipc = { 0 };
@@ -335,6 +342,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'B': coord_init(optarg); break;
+		case 'P': comp.self_contained = 1; break;
 		case 'I':
 			if (strcmp(optarg, "used") && strcmp(optarg, "all")) {
 				fprintf(stderr, "saver: --sysv-ipc=%s: expected used or all\n", optarg);
@@ -382,6 +390,9 @@ int main(int argc, char **argv)
 	/* smaps walks every page: read it now, while they still run */
 	for (uint32_t i = 0; i < n && !rc && !tree && how == RELEASE_RUN && snapshots; i++)
 		vmflags_preread(&t[i]);
+	/* the mapped files' digests too: time they would cost in the freeze */
+	for (uint32_t i = 0; i < n && !rc; i++)
+		backing_prehash(t[i].pid);
 	s.frozen = now_ms();
 	/* All are stopped before any is read: one consistent point in time. */
 	if (tree && !rc)

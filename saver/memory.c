@@ -167,8 +167,10 @@ static int classify_file(struct target *t, const struct maps_entry *m,
 }
 
 /*
- * libc keeps pointers into the [vdso], so a restore must find the very
- * same one: its CRC goes where files keep their identity (file_ino).
+ * libc keeps pointers into the [vdso]: a restore on the same kernel
+ * finds the very same one (its CRC goes where files keep their
+ * identity, file_ino), one on another kernel needs its bytes to
+ * redirect them (the VDSO section, saver/vdso.c).
  */
 static int vdso_identity(struct target *t, struct ibcr_vma *v, struct ibcr_err *e)
 {
@@ -178,7 +180,11 @@ static int vdso_identity(struct target *t, struct ibcr_vma *v, struct ibcr_err *
 
 	if (!rc)
 		v->file_ino = crc32c(0, code, n);
-	free(code);
+	free(t->vdso);
+	t->vdso = rc ? NULL : code;
+	t->vdso_len = rc ? 0 : n;
+	if (rc)
+		free(code);
 	return rc;
 }
 

@@ -35,6 +35,8 @@ struct target {
 	unsigned long ptopts;	/* our ptrace options on it (creds.c: seccomp suspended) */
 	uint32_t tty_nr;	/* its controlling terminal (stat), 0: none */
 	int32_t tpgid;		/* that terminal's foreground group, or -1 */
+	uint8_t *vdso;		/* its [vdso]'s bytes (vdso_len), for a vdso proxy */
+	size_t vdso_len;
 	struct ibcr_process_state ps;
 };
 
@@ -168,6 +170,21 @@ int sysvipc_capture(const struct target *t, uint32_t n, int all, struct ibcr_sys
 int snapshot_create(struct target *t, struct ibcr_err *e);
 void snapshot_kill(struct target *t);
 void snapshot_destroy(struct target *t);
+
+/* vdso.c: the saving kernel's [vdso] bytes, for a restore on another kernel */
+int vdso_write_section(const struct target *t, uint32_t n, struct img_writer *w,
+		       struct ibcr_err *e);
+
+/* backing.c: the files they map, with what a restore recognises them by */
+struct backing_opt {
+	int self_contained;	/* --self-contained: carry them, and open files */
+	int codec, level;	/* their contents' compression */
+	const struct ibcr_files *files;	/* the image's open files */
+};
+int backing_write(struct img_writer *w, const struct target *t, uint32_t n,
+		  const struct backing_opt *o, struct ibcr_err *e);
+/* before the freeze: digests of the files pid maps now */
+void backing_prehash(pid_t pid);
 
 /* util */
 int read_target(struct target *t, uint64_t addr, void *buf, size_t len,

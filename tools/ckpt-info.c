@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -326,6 +327,37 @@ static void print_sysvipc(const struct ibcr_sysvipc *s)
 	}
 }
 
+/* The saved [vdso] and the backing files (image_port.c), CRCs checked. */
+static int print_portable(struct img_reader *r, int verify, struct ibcr_err *e)
+{
+	struct ibcr_backings b;
+	uint8_t *vdso;
+	uint64_t len;
+
+	if (imgr_load_vdso(r, &vdso, &len, e) || imgr_load_backing(r, &b, e))
+		return -1;
+	if (verify && contents_verify(r, &b, e)) {
+		free(vdso);
+		ibcr_backings_free(&b);
+		return -1;
+	}
+	if (vdso)
+		printf("vdso: %llu bytes saved (for a restore on another kernel)\n",
+		       (unsigned long long)len);
+	for (uint32_t i = 0; i < b.n; i++) {
+		const struct ibcr_backing *f = &b.f[i];
+
+		printf("backing file %s: %llu bytes, inode %llu%s%s%s\n", b.paths[i],
+		       (unsigned long long)f->size, (unsigned long long)f->ino,
+		       (f->flags & IBCR_BACKF_SHA256) ? ", sha256" : "",
+		       (f->flags & IBCR_BACKF_BUILD_ID) ? ", build-id" : "",
+		       (f->flags & IBCR_BACKF_CONTENTS) ? ", carried" : "");
+	}
+	free(vdso);
+	ibcr_backings_free(&b);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct img_reader r;
@@ -354,10 +386,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ckpt-info: %s\n", e.msg);
 		return 1;
 	}
-	printf("image %s: format %u, %s, page size %u, %u process(es), %u sections\n",
+	printf("image %s: format %u, %s, page size %u, %u process(es), %u sections%s\n",
 	       path, r.hdr.version, ibcr_arch_name(r.hdr.arch), r.hdr.page_size,
-	       r.hdr.nprocs, r.nsecs);
-	if (imgr_load_files(&r, &files, &e) || imgr_load_sysvipc(&r, &ipc, &e))
+	       r.hdr.nprocs, r.nsecs,
+	       (r.hdr.flags & IBCR_HDRF_SELF_CONTAINED) ? ", self-contained" : "");
+	if (imgr_load_files(&r, &files, &e) || imgr_load_sysvipc(&r, &ipc, &e) ||
+	    print_portable(&r, verify, &e))
 		rc = 1;
 	else
 		print_sysvipc(&ipc);

@@ -49,6 +49,7 @@ void core_main(struct plan *p)
 	core_unmap_loader(p);
 	core_trace(p, "loader unmapped");
 	core_move_specials(p);
+	core_vdso_proxy(p);
 	core_trace(p, "special mappings moved");
 	core_map_regions(p);
 	core_trace(p, "regions mapped");

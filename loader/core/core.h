@@ -20,6 +20,8 @@ void core_trace(struct plan *p, const char *fmt, ...);
 
 void core_unmap_loader(struct plan *p);
 void core_move_specials(struct plan *p);
+/* vdso.c: the saved [vdso] with its entry points redirected, if any */
+void core_vdso_proxy(struct plan *p);
 void core_map_regions(struct plan *p);
 void core_set_process(struct plan *p);
 __attribute__((noreturn)) void core_start_threads(struct plan *p);

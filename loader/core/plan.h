@@ -128,6 +128,9 @@ struct plan {
 	const struct plan_range *unmap;
 	uint64_t nspecial;
 	struct plan_special *special;
+	/* another kernel: the saved [vdso], redirected (loader/vdso.c), or len 0 */
+	uint64_t proxy_addr, proxy_len;
+	const uint8_t *proxy;
 	uint64_t nshm;		/* shared objects inherited from the loader: */
 	const struct plan_range *shm;	/* unmapped once the regions are in place */
 	uint64_t nvmas;
