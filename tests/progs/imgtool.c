@@ -453,8 +453,7 @@ int main(int argc, char **argv)
 	const char *cmd = argc > 2 ? argv[1] : "";
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: imgtool sections|flip|flip-region|set-header|set-oom|syscall|xstate|cached "
-		fprintf(stderr, "usage: imgtool sections|flip|flip-region|set-header|syscall|xstate|vdso-rename|cached "
+		fprintf(stderr, "usage: imgtool sections|flip|flip-region|set-header|set-oom|syscall|xstate|vdso-rename|cached "
 				"IMAGE [ARGS]\n");
 		return 2;
 	}
