@@ -85,8 +85,11 @@ int deleted_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 {
 	const char *path = f->paths[i], *slash = strrchr(path, '/');
 	char dir[PATH_MAX];
-	int fd;
+	/* mapped shared too: the file shm.c made for the mapping (shmdel.c) */
+	int fd = shm_file_fd(f->objs[i].dev, f->objs[i].ino);
 
+	if (fd >= 0)
+		return as_saved(fd, &f->objs[i], "deleted file", path, e);
 	if (!slash || (size_t)(slash - path) >= sizeof(dir))
 		return ibcr_fail(e, "deleted file %s (file object %u): no directory", path, i);
 	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);

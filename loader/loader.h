@@ -157,6 +157,14 @@ int shm_prepare(struct job *j, uint32_t n, const struct ibcr_sysv *sv, struct ib
 /* The memfd that file object i is, made and mapped by shm_prepare, or -1. */
 int shm_memfd(uint32_t i);
 void shm_remove_dead(const struct ibcr_sysv *sv);
+/* shmdel.c: a shared mapping of a deleted file, made again and deleted */
+int shm_deleted_open(const struct shm_obj *o, struct ibcr_err *e);
+/*
+ * The deleted file that shm_prepare made for the object (st_dev, ino)
+ * of the image (a file object's dev and ino), open read-write, for a
+ * descriptor that is the same file; the caller owns it. -1: none.
+ */
+int shm_file_fd(uint64_t st_dev, uint64_t ino);
 uint64_t shm_source(const struct restore *rs, const struct ibcr_vma *v);
 
 /* sysvipc.c: SysV semaphore sets and message queues, before forking */

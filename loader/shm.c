@@ -166,6 +166,8 @@ static int named_open(struct job *j, uint32_t n, struct shm_obj *o, struct ibcr_
 	int fd;
 	void *p;
 
+	if (o->named->flags & IBCR_VMAF_DELETED)
+		return shm_deleted_open(o, e);	/* shmdel.c */
 	if (named_in_use(o, e))
 		return -1;
 	fd = open(o->path, O_RDWR | O_CREAT | O_CLOEXEC, (mode_t)(o->named->file_mode & 07777));

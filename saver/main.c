@@ -350,6 +350,8 @@ int main(int argc, char **argv)
 	if (!rc)
 		shm_join_named(t, n);
 	if (!rc)
+		rc = shm_check_deleted(t, n, &e);
+	if (!rc)
 		rc = files_finish(t, n, &objs, &e);
 	if (!rc)
 		rc = sysv_capture(t, n, &sysv, &e);

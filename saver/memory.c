@@ -111,8 +111,7 @@ static int on_tmpfs(const char *path)
  * content is saved and written back into the file at restore, so that
  * the processes find what they left, wherever they are restored.
  */
-static void named_shm(const struct maps_entry *m, const struct stat *st,
-		      struct ibcr_vma *v)
+void vma_named_shm(const struct maps_entry *m, const struct stat *st, struct ibcr_vma *v)
 {
 	v->kind = IBCR_VMA_SHMEM;
 	v->flags |= IBCR_VMAF_NAMED;
@@ -135,7 +134,7 @@ static int classify_file(struct target *t, const struct maps_entry *m,
 		return 0;
 	}
 	if (m->shared && deleted)
-		return REGION_FAIL("shared mapping of a deleted file: not supported yet");
+		return deleted_shared(t, m, v, e);	/* memdel.c */
 	if (deleted || !strncmp(p, "/memfd:", 7)) {
 		v->kind = IBCR_VMA_ANON;	/* private copy of a vanished file */
 		v->flags |= IBCR_VMAF_DELETED;
@@ -150,7 +149,7 @@ static int classify_file(struct target *t, const struct maps_entry *m,
 	if (!S_ISREG(st.st_mode))
 		return REGION_FAIL("mapping of a device or special file: not supported");
 	if (m->shared && ((m->vmflags & VMF_MAYWRITE) || on_tmpfs(p))) {
-		named_shm(m, &st, v);
+		vma_named_shm(m, &st, v);
 		return 0;
 	}
 	v->kind = IBCR_VMA_FILE;

@@ -69,6 +69,14 @@ int capture_memory_map(struct target *t, struct ibcr_err *e);
 /* Sets a region's flags and madvise state that come from smaps VmFlags. */
 void vma_set_vmflags(struct ibcr_vma *v, uint32_t vmflags);
 
+/* A shared file mapping saved as shared memory (IBCR_VMAF_NAMED). */
+struct stat;
+void vma_named_shm(const struct maps_entry *m, const struct stat *st, struct ibcr_vma *v);
+/* memdel.c: shared mappings of deleted files, saved as shared memory */
+int deleted_shared(struct target *t, const struct maps_entry *m, struct ibcr_vma *v,
+		   struct ibcr_err *e);
+int shm_check_deleted(const struct target *t, uint32_t n, struct ibcr_err *e);
+
 /* vmflags.c: smaps (a page walk) read before the freeze, checked after */
 void vmflags_preread(struct target *t);
 int vmflags_layout(struct target *t, struct maps_entry **m, size_t *n,
