@@ -13,7 +13,7 @@
 
 #include "loader.h"
 
-static __attribute__((noreturn)) void child_fail(int fd, const struct ibcr_err *e)
+__attribute__((noreturn)) void child_fail(int fd, const struct ibcr_err *e)
 {
 	char msg[sizeof(e->msg) + 1];
 	size_t n = strlen(e->msg);

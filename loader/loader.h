@@ -48,6 +48,8 @@ struct restore {
 	struct poke *pokes;
 	uint32_t nshm;		/* the image's shared memory objects */
 	const struct shm_obj *shm;
+	uint64_t *cow_at;	/* per region: built at this address before */
+				/* forking (cow.c), or 0 */
 };
 
 /* tcp.c: established TCP connections, in repair mode until tcp_finish */
@@ -70,6 +72,9 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 
 /* sockets.c: a socket object, opened by objects_open */
 int sock_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e);
+
+/* child.c: an error before the core runs, to the parent ('E'), then exit */
+__attribute__((noreturn)) void child_fail(int fd, const struct ibcr_err *e);
 
 /* files.c (child) */
 int setup_files(struct restore *rs, struct ibcr_err *e);
@@ -166,6 +171,17 @@ int shm_deleted_open(const struct shm_obj *o, struct ibcr_err *e);
  */
 int shm_file_fd(uint64_t st_dev, uint64_t ino);
 uint64_t shm_source(const struct restore *rs, const struct ibcr_vma *v);
+
+/* shm.c: region i of x's image, its saved start put at `at` */
+int region_fill_at(const struct job *x, uint32_t i, uint64_t at, struct ibcr_err *e);
+
+/* cow.c: pages shared copy-on-write with the parent, shared again by fork */
+int cow_prepare(struct job *j, uint32_t n, struct ibcr_err *e);
+int cow_build(const struct job *j, uint32_t n, uint32_t k, struct ibcr_err *e);
+/* The same in process k before it forks its children; exits on failure. */
+void cow_build_or_fail(const struct job *j, uint32_t n, uint32_t k);
+/* Where region vma was built, to be moved into place; 0: not so. */
+uint64_t cow_source(const struct restore *rs, uint32_t vma);
 
 /* sysvipc.c: SysV semaphore sets and message queues, before forking */
 int sysvipc_prepare(const struct ibcr_sysvipc *s, struct ibcr_err *e);

@@ -71,6 +71,7 @@ static size_t hole_size(const struct restore *rs, size_t pg)
 	}
 	n += IBCR_NSIG * sizeof(struct ibcr_sigaction) + 64 * 8 + 64 * 4;
 	n += (rs->nshm + 8) * 2 * sizeof(struct plan_range);
+	n += (size_t)ps->nvmas * 2 * sizeof(struct plan_range);	/* cow.c's places */
 	for (uint32_t i = 0; i < rs->npokes; i++)
 		n += sizeof(struct plan_poke) + rs->pokes[i].len + 16;
 	return (n + pg - 1) & ~(pg - 1);
@@ -129,7 +130,7 @@ static int cmp_range(const void *x, const void *y)
  */
 static void plan_unmap(struct plan *p, struct arena *a, const struct restore *rs)
 {
-	size_t nk = 0, max = 2 + p->nspecial + rs->nshm;
+	size_t nk = 0, max = 2 + p->nspecial + rs->nshm + rs->ps->nvmas;
 	struct plan_range *keep = xmalloc(sizeof(*keep) * max);
 	struct plan_range *r = take(a, sizeof(*r) * (max + 1), 8);
 	uint64_t at = 0;
@@ -141,6 +142,11 @@ static void plan_unmap(struct plan *p, struct arena *a, const struct restore *rs
 	for (uint32_t i = 0; i < rs->nshm; i++)
 		keep[nk++] = (struct plan_range){ rs->shm[i].addr,
 						  rs->shm[i].addr + rs->shm[i].size };
+	for (uint32_t i = 0; i < rs->ps->nvmas; i++)
+		if (cow_source(rs, i))	/* built before the fork, moved into place */
+			keep[nk++] = (struct plan_range){ cow_source(rs, i), cow_source(rs, i) +
+							  rs->ps->vmas[i].end -
+							  rs->ps->vmas[i].start };
 	qsort(keep, nk, sizeof(keep[0]), cmp_range);
 	p->unmap = r;
 	for (size_t i = 0; i < nk; i++) {
@@ -166,7 +172,10 @@ static void plan_vmas(struct plan *p, struct arena *a, struct restore *rs)
 
 		pv[i] = (struct plan_vma){
 			.start = v->start, .end = v->end, .pgoff = v->pgoff,
-			.prot = v->prot, .flags = v->flags, .kind = v->kind,
+			.prot = v->prot, .kind = v->kind,
+			/* how it was built is no flag of the region's (could_merge) */
+			.flags = v->flags & ~(uint32_t)(IBCR_VMAF_COW | IBCR_VMAF_COWSRC),
+			.cow_src = cow_source(rs, i),
 			.madv = v->madv, .fd = rs->map_fds[i], .data_crc = v->data_crc,
 			.shm_src = shm_source(rs, v),
 			.runs = runs + v->run0, .nruns = v->nruns,

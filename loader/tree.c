@@ -126,6 +126,7 @@ static __attribute__((noreturn)) void run_process(struct job *j, uint32_t n, uin
 	announce(&j[i]);
 	if (j[i].parent >= 0)
 		set_groups(j, i, loader_pgid, verbose);
+	cow_build_or_fail(j, n, i);	/* before the children inherit it */
 	for (uint32_t c = 0; c < n; c++) {
 		pid_t pid;
 

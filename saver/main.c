@@ -176,6 +176,7 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 		snapshot_kill(&t[i]);
 		enc_vmas(&b, &t[i].ps);
 		if (imgw_section(&w, IBCR_SEC_VMAS, i, NULL, b.p, b.len, e) ||
+		    cow_write_section(&t[i], i, &w, e) ||
 		    verbs_write_section(&t[i], i, &w, e))
 			goto fail;
 	}
@@ -351,6 +352,8 @@ int main(int argc, char **argv)
 		shm_join_named(t, n);
 	if (!rc)
 		rc = shm_check_deleted(t, n, &e);
+	if (!rc)
+		rc = cow_find(t, n, &e);
 	if (!rc)
 		rc = files_finish(t, n, &objs, &e);
 	if (!rc)

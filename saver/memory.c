@@ -296,6 +296,7 @@ struct dump {
 	struct ibcr_vma *v;
 	uint8_t *buf;
 	uint64_t *pm;
+	const uint64_t *cow;	/* the region's pages its parent holds (cow.c) */
 	int pmfd, objfd;
 	size_t cap_runs;
 	int zero_skip;
@@ -449,10 +450,12 @@ static int dump_chunk(struct dump *d, enum pick how, uint64_t addr, uint64_t npa
 	}
 	for (uint64_t i = 0; i <= npages; i++) {
 		uint64_t a = addr + i * pg;
+		uint64_t p = (a - d->v->start) / pg;
 		int want = i < npages &&
 			   (how == PICK_ALL ?
 			    shmem_has_data(d, d->v->pgoff + (a - d->v->start), pg) :
-			    wanted(how, d->pm[i]));
+			    wanted(how, d->pm[i])) &&
+			   !(d->cow && (d->cow[p / 64] & (1ull << (p % 64))));
 
 		if (want && !run++)
 			run_start = a;
@@ -515,6 +518,7 @@ static int dump_region(struct dump *d, struct ibcr_err *e)
 	d->crc = 0;
 	d->zero_skip = d->v->kind != IBCR_VMA_FILE;
 	d->objfd = open_object(d->t, d->v);
+	d->cow = cow_bits(d->t, (uint32_t)(d->v - d->t->ps.vmas));
 	for (uint64_t a = d->v->start; how != PICK_NONE && a < d->v->end && !rc;
 	     a += CHUNK_PAGES * pg) {
 		uint64_t n = (d->v->end - a) / pg;

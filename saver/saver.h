@@ -31,7 +31,15 @@ struct target {
 	size_t npre;
 	int vmflags_guessed;	/* vmas' flags from pre, to be verified */
 	uint32_t vmflags_fixed;	/* regions whose guessed flags were wrong */
+	struct cow_map *cow;	/* regions sharing pages with the parent (cow.c) */
+	uint32_t ncow;
 	struct ibcr_process_state ps;
+};
+
+/* cow.c: region vma's pages that are its parent's region src's */
+struct cow_map {
+	uint32_t vma, src;
+	uint64_t *bits;		/* one bit a page of the region */
 };
 
 /* seize.c */
@@ -116,6 +124,12 @@ int sysv_capture(const struct target *t, uint32_t n, struct ibcr_sysv *out,
 /* sysvipc.c: the SysV semaphore sets and message queues they used (or could: all) */
 int sysvipc_capture(const struct target *t, uint32_t n, int all, struct ibcr_sysvipc *out,
 		    struct ibcr_err *e);
+
+/* cow.c: pages shared copy-on-write with the parent, found while stopped */
+int cow_find(struct target *t, uint32_t n, struct ibcr_err *e);
+const uint64_t *cow_bits(const struct target *t, uint32_t vma);
+int cow_write_section(struct target *t, uint32_t proc, struct img_writer *w,
+		      struct ibcr_err *e);
 
 /* snapshot.c: a copy-on-write copy to write the image from */
 int snapshot_create(struct target *t, struct ibcr_err *e);

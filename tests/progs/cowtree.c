@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Memory shared copy-on-write by a forked tree: the parent fills MIB MiB
+ * of private memory with a pattern and forks WORKERS workers; the first
+ * two fork a grandchild each. Every descendant then owns a few pages of
+ * the region: one it rewrote (its own mark), one it dropped (reads zero
+ * now, MADV_DONTNEED), and keeps the rest shared with the parent. Each
+ * checks its view every tick (a sample of the pattern and its own
+ * pages) and exits 1 on a difference; the parent prints "tick N pid P"
+ * and fails when a descendant did. At the end (TICKS ticks, or SIGUSR1
+ * to the parent) the parent stops the others (SIGUSR1), and every
+ * process checks every word of the region; the parent prints DONE.
+ *
+ *   cowtree [TICKS [MS [MIB [WORKERS]]]]
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE 4096u
+#define WORDS (PAGE / 8)
+
+static volatile sig_atomic_t stop;
+static int up;		/* a grandchild: its parent's id, whose pages it inherited */
+static uint64_t *mem;
+static size_t npages;
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 31;
+	x *= 0x9e3779b97f4a7c15ull;
+	return x ^ (x >> 29);
+}
+
+/* Who owns which page: id 0 is the parent, 1.. the descendants. */
+static size_t written_page(int id) { return (size_t)id * 7 + 1; }
+static size_t dropped_page(int id) { return (size_t)id * 7 + 4; }
+
+/* What word w of page p holds in the view of process `me`. */
+static uint64_t own(int me, size_t p, size_t w)
+{
+	if (me && p == dropped_page(me))
+		return 0;
+	if (me && p == written_page(me))
+		return mix(p * WORDS + w) ^ (uint64_t)me << 56;
+	return mix(p * WORDS + w);
+}
+
+static uint64_t expect(int me, size_t p, size_t w)
+{
+	if (up && (p == dropped_page(up) || p == written_page(up)))
+		return own(up, p, w);
+	return own(me, p, w);
+}
+
+static int check_page(int me, size_t p)
+{
+	for (size_t w = 0; w < WORDS; w++)
+		if (mem[p * WORDS + w] != expect(me, p, w)) {
+			printf("FAIL process %d (pid %d): page %zu word %zu is %#llx, not %#llx\n",
+			       me, (int)getpid(), p, w, (unsigned long long)mem[p * WORDS + w],
+			       (unsigned long long)expect(me, p, w));
+			fflush(stdout);
+			return -1;
+		}
+	return 0;
+}
+
+static int check(int me, int all)
+{
+	for (size_t p = 0; p < npages; p += all ? 1 : 61)
+		if (check_page(me, p))
+			return -1;
+	if (me && (check_page(me, written_page(me)) || check_page(me, dropped_page(me))))
+		return -1;
+	if (up && (check_page(me, written_page(up)) || check_page(me, dropped_page(up))))
+		return -1;
+	return 0;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void own_pages(int me)
+{
+	for (size_t w = 0; w < WORDS; w++)
+		mem[written_page(me) * WORDS + w] = expect(me, written_page(me), w);
+	madvise(mem + dropped_page(me) * WORDS, PAGE, MADV_DONTNEED);
+}
+
+/* A descendant: its pages, then checks until told to stop. */
+static int descendant(int me, int grandchild_id)
+{
+	pid_t g = -1;
+	int st = 0;
+
+	own_pages(me);
+	if (grandchild_id && (g = fork()) == 0) {
+		up = me;
+		return descendant(grandchild_id, 0);
+	}
+	while (!stop) {
+		if (check(me, 0))
+			return 1;
+		sleep_ms(50);
+	}
+	if (g > 0 && (kill(g, SIGUSR1) || waitpid(g, &st, 0) != g || st))
+		return 1;
+	return check(me, 1) ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	long ticks = argc > 1 ? atol(argv[1]) : 100, ms = argc > 2 ? atol(argv[2]) : 100;
+	size_t mib = argc > 3 ? (size_t)atol(argv[3]) : 64;
+	int workers = argc > 4 ? atoi(argv[4]) : 14, st;
+	pid_t *w = calloc((size_t)workers, sizeof(pid_t));
+
+	npages = mib << 8;
+	mem = mmap(NULL, npages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	if (mem == MAP_FAILED || !w || (size_t)(workers + 3) * 7 >= npages) {
+		perror("cowtree");
+		return 2;
+	}
+	for (size_t i = 0; i < npages * WORDS; i++)
+		mem[i] = mix(i);
+	signal(SIGUSR1, on_usr1);
+	for (int k = 0; k < workers; k++)
+		if ((w[k] = fork()) == 0)
+			return descendant(k + 1, k < 2 ? workers + 1 + k : 0);
+	for (long n = 0; n < ticks && !stop; n++) {
+		pid_t dead = waitpid(-1, &st, WNOHANG);
+
+		if (dead > 0) {
+			printf("FAIL descendant %d ended early (status %#x)\n", (int)dead, st);
+			return 1;
+		}
+		if (check(0, 0))
+			return 1;
+		printf("tick %ld pid %d\n", n, (int)getpid());
+		fflush(stdout);
+		sleep_ms(ms);
+	}
+	for (int k = 0; k < workers; k++)
+		if (kill(w[k], SIGUSR1) || waitpid(w[k], &st, 0) != w[k] || st) {
+			printf("FAIL worker %d status %#x\n", k + 1, st);
+			return 1;
+		}
+	if (check(0, 1))
+		return 1;
+	printf("DONE pid %d\n", (int)getpid());
+	return 0;
+}
