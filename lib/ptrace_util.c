@@ -57,10 +57,15 @@ int pt_wait(pid_t tid, int *status, struct ibcr_err *e)
 
 int pt_interrupt(pid_t tid, struct ibcr_err *e)
 {
-	int st;
-
 	if (PT(PTRACE_INTERRUPT, tid, 0, 0))
 		return ibcr_fail_errno(e, errno, "thread %d: PTRACE_INTERRUPT", tid);
+	return pt_interrupt_wait(tid, e);
+}
+
+int pt_interrupt_wait(pid_t tid, struct ibcr_err *e)
+{
+	int st;
+
 	for (;;) {
 		if (pt_wait(tid, &st, e))
 			return -1;

@@ -17,6 +17,12 @@
 int pt_seize(pid_t tid, unsigned long options, struct ibcr_err *e);
 /* PTRACE_INTERRUPT and wait for the resulting stop. */
 int pt_interrupt(pid_t tid, struct ibcr_err *e);
+/*
+ * The wait half of pt_interrupt, for a thread already sent PTRACE_INTERRUPT:
+ * many threads interrupted first and then waited for stop together, not
+ * each after the one before (a busy thread may wait long for a CPU).
+ */
+int pt_interrupt_wait(pid_t tid, struct ibcr_err *e);
 /* Waits for tid's next stop; *status as waitpid gives it. */
 int pt_wait(pid_t tid, int *status, struct ibcr_err *e);
 int pt_getregs(pid_t tid, struct arch_gpregs *r, struct ibcr_err *e);
