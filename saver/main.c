@@ -355,6 +355,8 @@ int main(int argc, char **argv)
 	if (!rc)
 		rc = cow_find(t, n, &e);
 	if (!rc)
+		shm_decide_refs(t, n);
+	if (!rc)
 		rc = files_finish(t, n, &objs, &e);
 	if (!rc)
 		rc = sysv_capture(t, n, &sysv, &e);

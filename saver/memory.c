@@ -297,6 +297,7 @@ struct dump {
 	uint8_t *buf;
 	uint64_t *pm;
 	const uint64_t *cow;	/* the region's pages its parent holds (cow.c) */
+	const struct shm_copy *copy;	/* shared memory copied in the freeze */
 	int pmfd, objfd;
 	size_t cap_runs;
 	int zero_skip;
@@ -346,6 +347,17 @@ static void add_page(struct dump *d, uint64_t addr, uint64_t pg)
 	d->v->nruns++;
 }
 
+/* From the freeze's copy of shared memory when there is one. */
+static int read_pages(struct dump *d, uint64_t addr, uint8_t *dst, size_t len,
+		      struct ibcr_err *e)
+{
+	if (d->copy) {
+		memcpy(dst, d->copy->buf + (addr - d->v->start), len);
+		return 0;
+	}
+	return read_target(d->t, addr, dst, len, e);
+}
+
 /*
  * Uncompressed, the pages are read straight into the image's write
  * buffer: one copy fewer, ~10% of a large checkpoint's time. Zero pages
@@ -366,7 +378,7 @@ static int dump_direct(struct dump *d, uint64_t addr, uint64_t npages,
 		if (!dst)
 			return -1;
 		len -= len % pg;
-		if (read_target(d->t, addr, dst, len, e))
+		if (read_pages(d, addr, dst, len, e))
 			return -1;
 		for (size_t i = 0; i < len / pg; i++) {
 			uint8_t *p = dst + i * pg;
@@ -397,7 +409,7 @@ static int dump_range(struct dump *d, uint64_t addr, uint64_t npages,
 
 	if (d->sink.codec == IBCR_CODEC_RAW)
 		return dump_direct(d, addr, npages, e);
-	if (read_target(d->t, addr, d->buf, len, e))
+	if (read_pages(d, addr, d->buf, len, e))
 		return -1;
 	for (uint64_t i = 0; i < npages; i++) {
 		const uint8_t *p = d->buf + i * pg;
@@ -430,6 +442,11 @@ static int shmem_has_data(struct dump *d, uint64_t off, uint64_t len)
 {
 	off_t data;
 
+	if (d->copy) {	/* as it was in the freeze */
+		uint64_t p = (off - d->v->pgoff) / (uint64_t)getpagesize();
+
+		return (d->copy->bits[p / 64] >> (p % 64)) & 1;
+	}
 	if (d->objfd < 0)
 		return 1;
 	data = lseek(d->objfd, (off_t)off, SEEK_DATA);
@@ -503,22 +520,36 @@ static int shm_saved_already(const struct ibcr_vma *v)
 	return 0;
 }
 
+/*
+ * Which regions of shared objects hold their data (the first that maps
+ * each range) and which refer to it (SHMREF): decided once, before the
+ * freeze ends, since the freeze copies the data of the former (shmsnap.c).
+ */
+void shm_decide_refs(struct target *t, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++)
+		for (uint32_t i = 0; i < t[k].ps.nvmas; i++)
+			if (t[k].ps.vmas[i].kind == IBCR_VMA_SHMEM &&
+			    shm_saved_already(&t[k].ps.vmas[i]))
+				t[k].ps.vmas[i].flags |= IBCR_VMAF_SHMREF;
+}
+
 static int dump_region(struct dump *d, struct ibcr_err *e)
 {
 	uint64_t pg = (uint64_t)getpagesize();
 	enum pick how = pick_of(d->v);
+	uint32_t idx = (uint32_t)(d->v - d->t->ps.vmas);
 	int rc = 0;
 
-	if (d->v->kind == IBCR_VMA_SHMEM && shm_saved_already(d->v)) {
-		d->v->flags |= IBCR_VMAF_SHMREF;
+	if (d->v->kind == IBCR_VMA_SHMEM && (d->v->flags & IBCR_VMAF_SHMREF))
 		how = PICK_NONE;
-	}
+	d->copy = shm_copy_of(d->t, idx);
 	d->v->run0 = d->t->ps.nruns;
 	d->v->data_off = d->sink.pos;
 	d->crc = 0;
 	d->zero_skip = d->v->kind != IBCR_VMA_FILE;
 	d->objfd = open_object(d->t, d->v);
-	d->cow = cow_bits(d->t, (uint32_t)(d->v - d->t->ps.vmas));
+	d->cow = cow_bits(d->t, idx);
 	for (uint64_t a = d->v->start; how != PICK_NONE && a < d->v->end && !rc;
 	     a += CHUNK_PAGES * pg) {
 		uint64_t n = (d->v->end - a) / pg;
@@ -527,6 +558,7 @@ static int dump_region(struct dump *d, struct ibcr_err *e)
 	}
 	if (d->objfd >= 0)
 		close(d->objfd);
+	shm_copy_free(d->t, idx);
 	d->v->data_crc = d->crc;
 	return rc;
 }

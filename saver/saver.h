@@ -33,7 +33,16 @@ struct target {
 	uint32_t vmflags_fixed;	/* regions whose guessed flags were wrong */
 	struct cow_map *cow;	/* regions sharing pages with the parent (cow.c) */
 	uint32_t ncow;
+	struct shm_copy *shmcopy;	/* shared memory copied in the freeze */
+	uint32_t nshmcopy;
 	struct ibcr_process_state ps;
+};
+
+/* shmsnap.c: a shared region's data as it was in the freeze */
+struct shm_copy {
+	uint32_t vma;
+	uint8_t *buf;		/* the region's bytes, from its start */
+	uint64_t *bits;		/* pages that held data */
 };
 
 /* cow.c: region vma's pages that are its parent's region src's */
@@ -130,6 +139,13 @@ int cow_find(struct target *t, uint32_t n, struct ibcr_err *e);
 const uint64_t *cow_bits(const struct target *t, uint32_t vma);
 int cow_write_section(struct target *t, uint32_t proc, struct img_writer *w,
 		      struct ibcr_err *e);
+
+/* memory.c: which shared regions hold their object's data (before shm_copy_all) */
+void shm_decide_refs(struct target *t, uint32_t n);
+/* shmsnap.c: 0 copied, 1 no memory for it (no snapshot then), -1 error */
+int shm_copy_all(struct target *t, struct ibcr_err *e);
+const struct shm_copy *shm_copy_of(const struct target *t, uint32_t vma);
+void shm_copy_free(struct target *t, uint32_t vma);
 
 /* snapshot.c: a copy-on-write copy to write the image from */
 int snapshot_create(struct target *t, struct ibcr_err *e);

@@ -8,8 +8,9 @@
  * then kills it, and has the process reap it with one more injected call
  * (wait4 with __WALL), since a child without exit signal is never
  * announced to its parent. Regions that a fork does not copy faithfully
- * (MADV_DONTFORK, MADV_WIPEONFORK, and shared memory, which the process
- * writes on) make the saver write while frozen.
+ * (MADV_DONTFORK, MADV_WIPEONFORK) make the saver write while frozen;
+ * shared memory, which the process writes on, is copied before the
+ * fork (shmsnap.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,12 +25,11 @@
 #include "ptrace_util.h"
 #include "saver.h"
 
-/* Shared memory is no snapshot: the process writes on into it. */
+/* Shared memory is copied in the freeze instead (shmsnap.c). */
 static int forks_faithfully(const struct target *t)
 {
 	for (uint32_t i = 0; i < t->ps.nvmas; i++)
-		if ((t->ps.vmas[i].madv & (IBCR_MADV_DONTFORK | IBCR_MADV_WIPEONFORK)) ||
-		    t->ps.vmas[i].kind == IBCR_VMA_SHMEM)
+		if (t->ps.vmas[i].madv & (IBCR_MADV_DONTFORK | IBCR_MADV_WIPEONFORK))
 			return 0;
 	return 1;
 }
@@ -41,10 +41,13 @@ int snapshot_create(struct target *t, struct ibcr_err *e)
 	unsigned long child = 0;
 	char path[64];
 	long ret;
-	int st;
+	int st, rc;
 
 	if (!forks_faithfully(t))
 		return 0;
+	rc = shm_copy_all(t, e);	/* the process writes on into shared memory */
+	if (rc)
+		return rc < 0 ? -1 : 0;
 	if (ptrace(PTRACE_SETOPTIONS, t->pid, 0,
 		   (void *)(long)(PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE)))
 		return ibcr_fail_errno(e, errno, "pid %d: PTRACE_SETOPTIONS", (int)t->pid);
