@@ -55,6 +55,23 @@ int pt_inject_syscall_ev(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
 			 long *ret, unsigned long *event, struct ibcr_err *e);
 
 /*
+ * The same in two halves, so that several threads (of several processes)
+ * run their injected calls at once: begin leaves the thread inside the
+ * call, running; end waits for it to return and puts the thread back.
+ * Every begin that succeeded must be ended.
+ */
+struct pt_injection {
+	pid_t tid;
+	long nr;
+	struct arch_gpregs saved;
+	uint64_t mask;
+};
+int pt_inject_begin(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
+		    struct pt_injection *in, struct ibcr_err *e);
+int pt_inject_end(struct pt_injection *in, long *ret, unsigned long *event,
+		  struct ibcr_err *e);
+
+/*
  * Resumes a stopped thread under PTRACE_SYSCALL until it has completed
  * system call `nr` (stopped at its exit). Other syscalls pass.
  */

@@ -217,9 +217,8 @@ static void release_all(struct target *t, uint32_t n, int how)
  */
 static int snapshot_all(struct target *t, uint32_t n, struct ibcr_err *e)
 {
-	for (uint32_t i = 0; i < n; i++)
-		if (!t[i].zombie && snapshot_create(&t[i], e))
-			return -1;
+	if (snapshot_create_all(t, n, e))
+		return -1;
 	for (uint32_t i = 0; i < n; i++)
 		if (!t[i].zombie && !t[i].mem_pid)
 			return 0;
@@ -336,10 +335,14 @@ int main(int argc, char **argv)
 	/* smaps walks every page: read it now, while they still run */
 	for (uint32_t i = 0; i < n && !rc && !tree && how == RELEASE_RUN && snapshots; i++)
 		vmflags_preread(&t[i]);
+	if (!rc && tree && how == RELEASE_RUN && snapshots)
+		tree_preread(t, n);
 	s.frozen = now_ms();
 	/* All are stopped before any is read: one consistent point in time. */
 	if (tree && !rc)
 		rc = tree_seize(&t, &n, &e);
+	if (tree && !rc)
+		tree_adopt_preread(t, n);
 	for (uint32_t i = 0; i < n && !rc && !tree; i++)
 		rc = target_seize(&t[i], &e);
 	s.seized = now_ms();

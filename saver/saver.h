@@ -99,6 +99,9 @@ void vmflags_preread(struct target *t);
 int vmflags_layout(struct target *t, struct maps_entry **m, size_t *n,
 		   struct ibcr_err *e);
 int vmflags_verify(struct target *t, struct ibcr_err *e);
+/* treepre.c: the same for a tree (--tree), taken by each member after its freeze */
+void tree_preread(const struct target *t, uint32_t n);
+void tree_adopt_preread(struct target *t, uint32_t n);
 /* direct.c: whether the image should go past the page cache (--direct) */
 int image_direct(const struct target *t, uint32_t n);
 /* Makes every mapping of a file saved as shared memory one (NAMED). */
@@ -144,11 +147,13 @@ int cow_write_section(struct target *t, uint32_t proc, struct img_writer *w,
 void shm_decide_refs(struct target *t, uint32_t n);
 /* shmsnap.c: 0 copied, 1 no memory for it (no snapshot then), -1 error */
 int shm_copy_all(struct target *t, struct ibcr_err *e);
+/* Before the freeze: buffers for the shared memory of a layout read then */
+void shm_copy_reserve(const struct maps_entry *m, size_t n);
 const struct shm_copy *shm_copy_of(const struct target *t, uint32_t vma);
 void shm_copy_free(struct target *t, uint32_t vma);
 
 /* snapshot.c: a copy-on-write copy to write the image from */
-int snapshot_create(struct target *t, struct ibcr_err *e);
+int snapshot_create_all(struct target *t, uint32_t n, struct ibcr_err *e);
 void snapshot_kill(struct target *t);
 void snapshot_destroy(struct target *t);
 
