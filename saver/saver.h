@@ -62,6 +62,11 @@ int tree_seize(struct target **t, uint32_t *n, struct ibcr_err *e);
 
 /* inject.c: state only the process itself can read */
 int capture_injected(struct target *t, struct ibcr_err *e);
+#define SCRATCH_SIZE 8192	/* the page injected calls write into */
+#define SCRATCH_SLOTS (SCRATCH_SIZE / 64)	/* calls of one round (injectall.c) */
+/* injectall.c: signal actions, and each thread's altstack and TID address */
+int read_sigactions_all(struct target *t, uint64_t scratch, struct ibcr_err *e);
+int read_threads_all(struct target *t, uint64_t scratch, struct ibcr_err *e);
 
 /* threads.c */
 int capture_regs(struct target *t, struct ibcr_err *e);
