@@ -451,6 +451,8 @@ enum ibcr_vma_kind {
 #define IBCR_VMAF_COW 0x10000	/* ANON: some of its pages are its parent's, */
 				/* shared copy-on-write (COW section) */
 #define IBCR_VMAF_COWSRC 0x20000	/* ANON: children share some of its pages */
+#define IBCR_VMAF_DROPPABLE 0x40000	/* ANON: MAP_DROPPABLE (6.11): its pages */
+				/* may be dropped under memory pressure */
 
 /* madvise state (from smaps VmFlags). */
 #define IBCR_MADV_HUGEPAGE 0x1

@@ -68,7 +68,7 @@ static uint32_t madv_of(uint32_t vmf)
 }
 
 #define VMAF_FROM_VMFLAGS (IBCR_VMAF_GROWSDOWN | IBCR_VMAF_NORESERVE | IBCR_VMAF_ACCOUNT | \
-			   IBCR_VMAF_THP)
+			   IBCR_VMAF_THP | IBCR_VMAF_DROPPABLE)
 
 void vma_set_vmflags(struct ibcr_vma *v, uint32_t vmf)
 {
@@ -76,7 +76,8 @@ void vma_set_vmflags(struct ibcr_vma *v, uint32_t vmf)
 		   ((vmf & VMF_GROWSDOWN) ? IBCR_VMAF_GROWSDOWN : 0) |
 		   ((vmf & VMF_NORESERVE) ? IBCR_VMAF_NORESERVE : 0) |
 		   ((vmf & VMF_ACCOUNT) ? IBCR_VMAF_ACCOUNT : 0) |
-		   ((vmf & VMF_THP) ? IBCR_VMAF_THP : 0);
+		   ((vmf & VMF_THP) ? IBCR_VMAF_THP : 0) |
+		   ((vmf & VMF_DROPPABLE) ? IBCR_VMAF_DROPPABLE : 0);
 	v->madv = madv_of(vmf);
 }
 

@@ -12,11 +12,18 @@
 /* Reads are chunked so that each chunk is still in cache for its checksum. */
 #define CHUNK (4ul << 20)
 
+#ifndef MAP_DROPPABLE
+#define MAP_DROPPABLE 0x08	/* a mapping type, as MAP_PRIVATE is (6.11) */
+#endif
+
 static int map_flags(const struct plan_vma *v)
 {
 	int f = MAP_FIXED;
 
-	f |= (v->flags & IBCR_VMAF_SHARED) ? MAP_SHARED : MAP_PRIVATE;
+	if (v->flags & IBCR_VMAF_DROPPABLE)
+		f |= MAP_DROPPABLE;
+	else
+		f |= (v->flags & IBCR_VMAF_SHARED) ? MAP_SHARED : MAP_PRIVATE;
 	if (v->fd < 0)
 		f |= MAP_ANONYMOUS;
 	if (v->flags & IBCR_VMAF_GROWSDOWN)
@@ -430,7 +437,9 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 			 (unsigned long)v->start, (unsigned long)v->end, v->name, -rc);
 	advise(p, v, IBCR_MADV_HUGEPAGE, MADV_HUGEPAGE);
 	advise(p, v, IBCR_MADV_NOHUGEPAGE, MADV_NOHUGEPAGE);
-	apart = (prot & PROT_WRITE) && could_merge(prev, v);
+	/* MADV_DODUMP is refused on droppable memory: its first write is all */
+	apart = (prot & PROT_WRITE) && could_merge(prev, v) &&
+		!(v->flags & IBCR_VMAF_DROPPABLE);
 	if (apart)
 		set_dontdump(p, v, !(v->madv & IBCR_MADV_DONTDUMP));
 	if (v->shm_src || v->cow_src) {
