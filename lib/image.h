@@ -51,6 +51,7 @@ enum ibcr_sec_type {
 	IBCR_SEC_SYSVSEM = 10,	/* image-wide: SysV semaphore sets */
 	IBCR_SEC_SYSVMSG = 11,	/* image-wide: SysV message queues */
 	IBCR_SEC_COW = 24,	/* pages a process shares with its parent */
+	IBCR_SEC_DELFILES = 25,	/* image-wide: deleted files mapped privately */
 	IBCR_SEC_END = 0x7fff,	/* last section: marks a complete image */
 };
 
@@ -480,6 +481,37 @@ struct ibcr_vma {
 		uint64_t file_mtime_ns;	/* FILE: the file's mtime */
 		uint64_t file_mode;	/* SHMEM with NAMED: its st_mode */
 	};
+};
+
+/*
+ * DELFILES section: image-wide, struct ibcr_delfiles_hdr, nfiles file
+ * records, nranges ranges, the string table, data_size bytes of data.
+ * A deleted file that regions of the image map privately (kind FILE,
+ * flag DELETED; the region's file_dev, file_ino name the record): its
+ * size, mode, path (without " (deleted)") and the bytes of its ranges
+ * that hold data (each file's nranges from range0, in order); the rest
+ * of the file reads as zeros.
+ */
+struct ibcr_delfiles_hdr {
+	uint32_t nfiles;
+	uint32_t nranges;
+	uint32_t strtab_size;
+	uint32_t pad;
+	uint64_t data_size;
+	/* struct ibcr_delfile[nfiles], struct ibcr_delrange[nranges], strings, data */
+};
+
+struct ibcr_delfile {
+	uint64_t dev, ino;	/* identity at the checkpoint (st_dev, st_ino) */
+	uint64_t size;
+	uint32_t mode;		/* permission bits */
+	uint32_t path_off;
+	uint32_t range0, nranges;
+};
+
+struct ibcr_delrange {
+	uint64_t off, len;	/* bytes of the file */
+	uint64_t data_off;	/* in the data area */
 };
 
 /*

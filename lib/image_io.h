@@ -118,6 +118,9 @@ void enc_thread(struct buf *b, const struct ibcr_thread_state *t);
 void enc_files(struct buf *b, const struct ibcr_process_state *ps);
 void enc_fileobjs(struct buf *b, const struct ibcr_files *f);
 void enc_vmas(struct buf *b, const struct ibcr_process_state *ps);
+/* delfile_codec.c: the DELFILES section (none when absent) */
+void enc_delfiles(struct buf *b, const struct ibcr_delfiles *d);
+int imgr_load_delfiles(struct img_reader *r, struct ibcr_delfiles *d, struct ibcr_err *e);
 /* cow_codec.c: the COW section (decoded after the process's VMAS) */
 void enc_cow(struct buf *b, const struct ibcr_process_state *ps);
 int dec_cow(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,

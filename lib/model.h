@@ -84,7 +84,18 @@ struct ibcr_sysvipc {
 	uint8_t *data;		/* message text, at each message's data_off */
 };
 
+/* The image's deleted files mapped privately (DELFILES section). */
+struct ibcr_delfiles {
+	uint32_t nfiles, nranges;
+	struct ibcr_delfile *files;
+	struct ibcr_delrange *ranges;
+	char **paths;
+	uint64_t data_size;
+	uint8_t *data;
+};
+
 void ibcr_process_free(struct ibcr_process_state *ps);
+void ibcr_delfiles_free(struct ibcr_delfiles *d);
 void ibcr_sysvipc_free(struct ibcr_sysvipc *s);
 void ibcr_files_free(struct ibcr_files *f);
 

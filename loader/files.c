@@ -94,7 +94,9 @@ static int open_mappings(struct restore *rs, struct ibcr_err *e)
 				rs->map_fds[i] = rs->map_fds[k];
 		if (rs->map_fds[i] >= 0)
 			continue;
-		fd = open(ps->vma_names[i], (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+		/* a deleted file: the one made for it (delfile.c) */
+		fd = (v->flags & IBCR_VMAF_DELETED) ? delfile_fd(v->file_dev, v->file_ino) :
+			open(ps->vma_names[i], (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 		if (fd < 0)
 			return ibcr_fail_errno(e, errno, "opening mapped file %s", ps->vma_names[i]);
 		if (move_high(&fd, rs->fd_base, "mapped file", e))

@@ -170,6 +170,13 @@ int shm_deleted_open(const struct shm_obj *o, struct ibcr_err *e);
  * descriptor that is the same file; the caller owns it. -1: none.
  */
 int shm_file_fd(uint64_t st_dev, uint64_t ino);
+/* A copy of fd, the file (st_dev, ino) of the image, for shm_file_fd. */
+void shm_file_keep(uint64_t st_dev, uint64_t ino, int fd);
+
+/* delfile.c: deleted files mapped privately, made again and deleted */
+int delfiles_prepare(const struct ibcr_delfiles *d, struct ibcr_err *e);
+/* A new descriptor of the file made for (st_dev, ino), or -1 (errno). */
+int delfile_fd(uint64_t dev, uint64_t ino);
 uint64_t shm_source(const struct restore *rs, const struct ibcr_vma *v);
 
 /* shm.c: region i of x's image, its saved start put at `at` */

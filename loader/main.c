@@ -339,6 +339,7 @@ int main(int argc, char **argv)
 	struct ibcr_err e = { "" };
 	struct ibcr_files files;
 	struct ibcr_sysv sysv;
+	struct ibcr_delfiles delfiles;
 	struct ibcr_sysvipc ipc;
 	struct job *j;
 	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL;
@@ -379,7 +380,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* first: files mapped shared are made again here, and may be open too */
-	if (imgr_load_sysv(&r, &sysv, &e) || shm_prepare(j, r.hdr.nprocs, &sysv, &e)) {
+	if (imgr_load_sysv(&r, &sysv, &e) || shm_prepare(j, r.hdr.nprocs, &sysv, &e) ||
+	    imgr_load_delfiles(&r, &delfiles, &e) || delfiles_prepare(&delfiles, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}

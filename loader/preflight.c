@@ -54,8 +54,8 @@ static int check_mapped_files(const struct ibcr_process_state *ps, struct ibcr_e
 		const char *path = ps->vma_names[i];
 		struct stat st;
 
-		if (v->kind != IBCR_VMA_FILE)
-			continue;
+		if (v->kind != IBCR_VMA_FILE || (v->flags & IBCR_VMAF_DELETED))
+			continue;	/* deleted: made again from the image (delfile.c) */
 		if (stat(path, &st))
 			return ibcr_fail_errno(e, errno, "mapped file %s", path);
 		if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != v->file_size ||

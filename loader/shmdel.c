@@ -42,6 +42,17 @@ int shm_file_fd(uint64_t st_dev, uint64_t ino)
 	return -1;
 }
 
+void shm_file_keep(uint64_t st_dev, uint64_t ino, int fd)
+{
+	int mine = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+
+	if (mine < 0)
+		return;	/* a descriptor of it is then made apart, as before */
+	made = xrealloc(made, sizeof(*made) * (nmade + 1));
+	made[nmade++] = (struct made_file){
+		((uint64_t)major((dev_t)st_dev) << 32) | minor((dev_t)st_dev), ino, mine };
+}
+
 /* The path that maps shows without its " (deleted)". */
 static char *path_of(const char *shown)
 {

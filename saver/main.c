@@ -160,7 +160,7 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 	enc_fileobjs(&b, &objs->f);
 	if (imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p, b.len, e))
 		goto fail;
-	if (write_sysv(&w, sysv, ipc, e))
+	if (write_sysv(&w, sysv, ipc, e) || delfiles_write_section(&w, e))
 		goto fail;
 	for (uint32_t i = 0; i < n; i++) {
 		b.len = 0;
@@ -355,6 +355,8 @@ int main(int argc, char **argv)
 		shm_join_named(t, n);
 	if (!rc)
 		rc = shm_check_deleted(t, n, &e);
+	if (!rc)
+		rc = delfiles_capture(t, n, &e);
 	if (!rc)
 		rc = cow_find(t, n, &e);
 	if (!rc)

@@ -136,8 +136,10 @@ static int classify_file(struct target *t, const struct maps_entry *m,
 	}
 	if (m->shared && deleted)
 		return deleted_shared(t, m, v, e);	/* memdel.c */
-	if (deleted || !strncmp(p, "/memfd:", 7)) {
-		v->kind = IBCR_VMA_ANON;	/* private copy of a vanished file */
+	if (deleted && strncmp(p, "/memfd:", 7))
+		return deleted_private(t, m, v, e);	/* memdel.c */
+	if (!strncmp(p, "/memfd:", 7)) {
+		v->kind = IBCR_VMA_ANON;	/* private copy of a memfd */
 		v->flags |= IBCR_VMAF_DELETED;
 		return 0;
 	}

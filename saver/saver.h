@@ -98,6 +98,11 @@ void vma_named_shm(const struct maps_entry *m, const struct stat *st, struct ibc
 int deleted_shared(struct target *t, const struct maps_entry *m, struct ibcr_vma *v,
 		   struct ibcr_err *e);
 int shm_check_deleted(const struct target *t, uint32_t n, struct ibcr_err *e);
+/* memdel.c: private mappings of deleted files, mapped so again */
+int deleted_private(struct target *t, const struct maps_entry *m, struct ibcr_vma *v,
+		    struct ibcr_err *e);
+int delfiles_capture(const struct target *t, uint32_t n, struct ibcr_err *e);
+int delfiles_write_section(struct img_writer *w, struct ibcr_err *e);
 
 /* vmflags.c: smaps (a page walk) read before the freeze, checked after */
 void vmflags_preread(struct target *t);
