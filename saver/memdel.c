@@ -21,37 +21,51 @@
 #include "buf.h"
 #include "saver.h"
 
-int deleted_shared(struct target *t, const struct maps_entry *m, struct ibcr_vma *v,
-		   struct ibcr_err *e)
+/*
+ * The deleted file a region maps, as /proc/PID/map_files shows it (root):
+ * a regular file with no name left, or the checkpoint is refused (one
+ * with another name would not be that file once copied).
+ */
+static int deleted_stat(const struct target *t, const struct maps_entry *m, struct stat *st,
+			struct ibcr_err *e)
 {
 	char path[96];
-	struct stat st;
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)t->pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st)) {
+	if (fd < 0 || fstat(fd, st)) {
 		int err = errno;
 
 		if (fd >= 0)
 			close(fd);
-		return ibcr_fail_errno(e, err, "pid %d: region %#llx-%#llx (%s): shared "
-				       "mapping of a deleted file, which only %s shows",
-				       (int)t->pid, (unsigned long long)m->start,
-				       (unsigned long long)m->end, m->path, path);
+		return ibcr_fail_errno(e, err, "pid %d: region %#llx-%#llx (%s): mapping of a "
+				       "deleted file, which only %s shows", (int)t->pid,
+				       (unsigned long long)m->start, (unsigned long long)m->end,
+				       m->path, path);
 	}
 	close(fd);
-	if (st.st_ino != m->ino || !S_ISREG(st.st_mode))
+	if (st->st_ino != m->ino || !S_ISREG(st->st_mode))
 		return ibcr_fail(e, "pid %d: region %#llx-%#llx (%s): %s is not the file "
 				 "it maps", (int)t->pid, (unsigned long long)m->start,
 				 (unsigned long long)m->end, m->path, path);
-	if (st.st_nlink)
+	if (st->st_nlink)
 		return ibcr_fail(e, "pid %d: region %#llx-%#llx (%s): the file is deleted "
 				 "here but has another name (%lu links): a copy would not "
-				 "share with it", (int)t->pid, (unsigned long long)m->start,
+				 "be that file", (int)t->pid, (unsigned long long)m->start,
 				 (unsigned long long)m->end, m->path,
-				 (unsigned long)st.st_nlink);
+				 (unsigned long)st->st_nlink);
+	return 0;
+}
+
+int deleted_shared(struct target *t, const struct maps_entry *m, struct ibcr_vma *v,
+		   struct ibcr_err *e)
+{
+	struct stat st;
+
+	if (deleted_stat(t, m, &st, e))
+		return -1;
 	vma_named_shm(m, &st, v);
 	v->flags |= IBCR_VMAF_DELETED;
 	return 0;
@@ -125,37 +139,12 @@ static struct delsrc {
 int deleted_private(struct target *t, const struct maps_entry *m, struct ibcr_vma *v,
 		    struct ibcr_err *e)
 {
-	char path[96];
 	struct stat st;
-	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)t->pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st)) {
-		int err = errno;
-
-		if (fd >= 0)
-			close(fd);
-		return ibcr_fail_errno(e, err, "pid %d: region %#llx-%#llx (%s): mapping of a "
-				       "deleted file, which only %s shows", (int)t->pid,
-				       (unsigned long long)m->start, (unsigned long long)m->end,
-				       m->path, path);
-	}
-	close(fd);
-	if (st.st_ino != m->ino || !S_ISREG(st.st_mode) || st.st_nlink)
-		return ibcr_fail(e, "pid %d: region %#llx-%#llx (%s): %s", (int)t->pid,
-				 (unsigned long long)m->start, (unsigned long long)m->end, m->path,
-				 st.st_nlink ? "the file is deleted here but has another name: "
-					       "a copy would not be that file" :
-					       "not the regular file it maps");
-	v->kind = IBCR_VMA_FILE;
+	if (deleted_stat(t, m, &st, e))
+		return -1;
+	vma_file_identity(v, &st);
 	v->flags |= IBCR_VMAF_DELETED;
-	v->file_ino = st.st_ino;
-	v->file_dev = st.st_dev;
-	v->file_size = (uint64_t)st.st_size;
-	v->file_mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
-			   (uint64_t)st.st_mtim.tv_nsec;
 	return 0;
 }
 

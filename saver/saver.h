@@ -94,6 +94,8 @@ void vma_set_vmflags(struct ibcr_vma *v, uint32_t vmflags);
 /* A shared file mapping saved as shared memory (IBCR_VMAF_NAMED). */
 struct stat;
 void vma_named_shm(const struct maps_entry *m, const struct stat *st, struct ibcr_vma *v);
+/* A private (or read-only shared) file mapping: kind FILE, the file's identity. */
+void vma_file_identity(struct ibcr_vma *v, const struct stat *st);
 /* memdel.c: shared mappings of deleted files, saved as shared memory */
 int deleted_shared(struct target *t, const struct maps_entry *m, struct ibcr_vma *v,
 		   struct ibcr_err *e);
@@ -114,7 +116,7 @@ void tree_preread(const struct target *t, uint32_t n);
 void tree_adopt_preread(struct target *t, uint32_t n);
 /* direct.c: whether the image should go past the page cache (--direct) */
 int image_direct(const struct target *t, uint32_t n);
-/* Makes every mapping of a file saved as shared memory one (NAMED). */
+/* shmobj.c: makes every mapping of a file saved as shared memory one (NAMED). */
 void shm_join_named(struct target *t, uint32_t n);
 int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
 		 int codec, int level, struct ibcr_err *e);
@@ -153,7 +155,7 @@ const uint64_t *cow_bits(const struct target *t, uint32_t vma);
 int cow_write_section(struct target *t, uint32_t proc, struct img_writer *w,
 		      struct ibcr_err *e);
 
-/* memory.c: which shared regions hold their object's data (before shm_copy_all) */
+/* shmobj.c: which shared regions hold their object's data (before shm_copy_all) */
 void shm_decide_refs(struct target *t, uint32_t n);
 /* shmsnap.c: 0 copied, 1 no memory for it (no snapshot then), -1 error */
 int shm_copy_all(struct target *t, struct ibcr_err *e);
