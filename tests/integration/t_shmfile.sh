@@ -13,7 +13,7 @@
 
 SHM=ibcr-shmfile-$$
 FILE=$T/shared.dat
-trap 'rm -f /dev/shm/$SHM /dev/shm/$SHM-del; cleanup' EXIT
+trap 'rm -f /dev/shm/$SHM /dev/shm/$SHM-del /dev/shm/$SHM-part; cleanup' EXIT
 
 # round KIND PATH DAMAGE: checkpoint mid-run, kill, DAMAGE the object
 # (a shell command), restore, and check the counting goes on.
@@ -55,6 +55,22 @@ round file "$FILE" "dd if=/dev/urandom of=$FILE bs=64k count=64 conv=notrunc sta
 round memfd "" ":"
 round memfd-open "" ":"
 round deleted "/$SHM-del" ":"
+
+# A deleted file mapped only in part: the rest has no name left to be
+# read through, so the checkpoint is refused, and the job runs on.
+start "$T/part.out" "$PROGS/shared" 40 50 deleted-part "/$SHM-part"
+pid=$PID
+wait_line "$T/part.out" '^tick 3 '
+if "$SAVER" --tree --kill -o "$T/part.ckpt" "$pid" 2>"$T/part.err"; then
+	fail "deleted-part: a checkpoint of a partly mapped deleted file was not refused"
+fi
+grep -q "pid $pid: region .*(/dev/shm/$SHM-part (deleted)): the deleted file has 4198400 bytes, the image's processes map only its first 4194304" "$T/part.err" ||
+	fail "deleted-part: the refusal does not say why: $(cat "$T/part.err")"
+[ ! -e "$T/part.ckpt" ] || fail "deleted-part: the refused checkpoint left an image"
+wait "$pid" || fail "deleted-part: the job did not run on unharmed (status $?)"
+grep -q '^DONE' "$T/part.out" || fail "deleted-part: the job did not finish: $(tail -n 2 "$T/part.out")"
+grep -q FAIL "$T/part.out" && fail "deleted-part: $(grep FAIL "$T/part.out")"
+assert_ticks_continuous "$T/part.out"
 
 # Restoring a copy while the job still runs would write into its memory.
 start "$T/prog.out" "$PROGS/shared" 100 100 posix "/$SHM"

@@ -8,12 +8,16 @@
  * checks its view every tick (a sample of the pattern and its own
  * pages) and exits 1 on a difference; the parent prints "tick N pid P"
  * and fails when a descendant did. At the end (TICKS ticks, or SIGUSR1
- * to the parent) the parent stops the others (SIGUSR1), and every
- * process checks every word of the region; the parent prints DONE.
+ * to the parent) the parent closes a pipe whose read end every other
+ * process polls (no pids kept: a restore may give new ones), every
+ * process checks every word of the region and waits for its children;
+ * the parent prints DONE.
  *
  *   cowtree [TICKS [MS [MIB [WORKERS]]]]
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +31,7 @@
 #define WORDS (PAGE / 8)
 
 static volatile sig_atomic_t stop;
+static int stop_fd = -1;	/* descendants: EOF when the parent ends */
 static int up;		/* a grandchild: its parent's id, whose pages it inherited */
 static uint64_t *mem;
 static size_t npages;
@@ -104,47 +109,62 @@ static void own_pages(int me)
 	madvise(mem + dropped_page(me) * WORDS, PAGE, MADV_DONTNEED);
 }
 
-/* A descendant: its pages, then checks until told to stop. */
+/* Every child ended with status 0 (none left: ECHILD). */
+static int children_ok(void)
+{
+	int st;
+	pid_t c;
+
+	while ((c = waitpid(-1, &st, 0)) > 0)
+		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+			printf("FAIL pid %d's child %d: status %#x\n", (int)getpid(), (int)c, st);
+			return -1;
+		}
+	return errno == ECHILD ? 0 : -1;
+}
+
+/* A descendant: its pages, then checks until the parent's pipe ends. */
 static int descendant(int me, int grandchild_id)
 {
-	pid_t g = -1;
-	int st = 0;
+	char b;
 
 	own_pages(me);
-	if (grandchild_id && (g = fork()) == 0) {
+	if (grandchild_id && fork() == 0) {
 		up = me;
 		return descendant(grandchild_id, 0);
 	}
-	while (!stop) {
+	while (read(stop_fd, &b, 1) < 0 && errno == EAGAIN) {
 		if (check(me, 0))
 			return 1;
 		sleep_ms(50);
 	}
-	if (g > 0 && (kill(g, SIGUSR1) || waitpid(g, &st, 0) != g || st))
-		return 1;
-	return check(me, 1) ? 1 : 0;
+	return check(me, 1) || children_ok() ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
 	long ticks = argc > 1 ? atol(argv[1]) : 100, ms = argc > 2 ? atol(argv[2]) : 100;
 	size_t mib = argc > 3 ? (size_t)atol(argv[3]) : 64;
-	int workers = argc > 4 ? atoi(argv[4]) : 14, st;
-	pid_t *w = calloc((size_t)workers, sizeof(pid_t));
+	int workers = argc > 4 ? atoi(argv[4]) : 14, st, p[2];
 
 	npages = mib << 8;
 	mem = mmap(NULL, npages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		   -1, 0);
-	if (mem == MAP_FAILED || !w || (size_t)(workers + 3) * 7 >= npages) {
+	if (mem == MAP_FAILED || pipe(p) || (size_t)(workers + 3) * 7 >= npages) {
 		perror("cowtree");
 		return 2;
 	}
 	for (size_t i = 0; i < npages * WORDS; i++)
 		mem[i] = mix(i);
 	signal(SIGUSR1, on_usr1);
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
 	for (int k = 0; k < workers; k++)
-		if ((w[k] = fork()) == 0)
+		if (fork() == 0) {
+			close(p[1]);
+			stop_fd = p[0];
 			return descendant(k + 1, k < 2 ? workers + 1 + k : 0);
+		}
+	close(p[0]);
 	for (long n = 0; n < ticks && !stop; n++) {
 		pid_t dead = waitpid(-1, &st, WNOHANG);
 
@@ -158,12 +178,8 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		sleep_ms(ms);
 	}
-	for (int k = 0; k < workers; k++)
-		if (kill(w[k], SIGUSR1) || waitpid(w[k], &st, 0) != w[k] || st) {
-			printf("FAIL worker %d status %#x\n", k + 1, st);
-			return 1;
-		}
-	if (check(0, 1))
+	close(p[1]);
+	if (children_ok() || check(0, 1))
 		return 1;
 	printf("DONE pid %d\n", (int)getpid());
 	return 0;

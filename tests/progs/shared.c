@@ -19,7 +19,9 @@
  * again, as python's multiprocessing does with its semaphores: no name
  * and no descriptor is left, only the mappings of a deleted file; each
  * tick the parent checks that /proc/self/maps still shows its mapping as
- * "/dev/shm/PATH (deleted)").
+ * "/dev/shm/PATH (deleted)") or deleted-part (the same with the file a
+ * page longer than the mappings: what is not mapped cannot be saved,
+ * and the checkpoint is refused).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -60,7 +62,7 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-enum kind { ANON, POSIX, FILE_, MEMFD, MEMFD_OPEN, DELETED };
+enum kind { ANON, POSIX, FILE_, MEMFD, MEMFD_OPEN, DELETED, DELETED_PART };
 
 /* A mapping of the object of its own; fd is -1 for anonymous memory. */
 static struct shared *map(int fd)
@@ -75,13 +77,13 @@ static int open_object(enum kind kind, const char *path)
 {
 	int fd = -1;
 
-	if (kind == POSIX || kind == DELETED)
+	if (kind == POSIX || kind == DELETED || kind == DELETED_PART)
 		fd = shm_open(path, O_RDWR | O_CREAT, 0640);
 	else if (kind == FILE_)
 		fd = open(path, O_RDWR | O_CREAT, 0640);
 	else if (kind == MEMFD || kind == MEMFD_OPEN)
 		fd = memfd_create("shared-test", 0);
-	if (fd >= 0 && ftruncate(fd, SIZE))
+	if (fd >= 0 && ftruncate(fd, SIZE + (kind == DELETED_PART ? 4096 : 0)))
 		return -1;
 	return fd;
 }
@@ -130,7 +132,8 @@ int main(int argc, char **argv)
 	enum kind kind = !strcmp(kinds, "posix") ? POSIX : !strcmp(kinds, "file") ? FILE_ :
 			 !strcmp(kinds, "memfd") ? MEMFD :
 			 !strcmp(kinds, "memfd-open") ? MEMFD_OPEN :
-			 !strcmp(kinds, "deleted") ? DELETED : ANON;
+			 !strcmp(kinds, "deleted") ? DELETED :
+			 !strcmp(kinds, "deleted-part") ? DELETED_PART : ANON;
 	int fd = open_object(kind, path), still[2] = { 0, 0 }, st;
 	struct shared *s = kind == ANON || fd >= 0 ? map(fd) : NULL;
 	size_t words = (SIZE - sizeof(struct shared)) / 8;
@@ -143,7 +146,7 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < words; i++)
 		s->pattern[i] = mix(i);
-	if (kind == DELETED && shm_unlink(path)) {
+	if ((kind == DELETED || kind == DELETED_PART) && shm_unlink(path)) {
 		perror("shared: shm_unlink");
 		return 2;
 	}
@@ -174,7 +177,7 @@ int main(int argc, char **argv)
 				printf("FAIL shared pattern word %zu changed\n", i);
 				return 1;
 			}
-		if (kind == DELETED && !maps_deleted(s, path)) {
+		if ((kind == DELETED || kind == DELETED_PART) && !maps_deleted(s, path)) {
 			printf("FAIL tick %ld: maps does not show /dev/shm%s (deleted)\n", n, path);
 			return 1;
 		}
