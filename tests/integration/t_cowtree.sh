@@ -31,7 +31,13 @@ wait_line "$T/prog.out" '^tick 5 '
 [ "$(tree_count "$pid")" = 17 ] || fail "the tree has $(tree_count "$pid") processes, not 17"
 pss0=$(tree_pss "$pid")
 note "original tree: Pss ${pss0} kB"
+# the layout of every process: regions moved into place are the same VMAs
+tree_maps() {
+	local p
+	for p in "$1" $(descendants "$1"); do maps "$p"; done
+}
 for cycle in 1 2; do
+	tree_maps "$pid" >"$T/maps.before"
 	all=$(descendants "$pid")
 	opts=(--tree --kill)
 	[ "$cycle" = 1 ] || opts+=(--compress)
@@ -49,6 +55,9 @@ for cycle in 1 2; do
 	grep -q FAIL "$T/prog.out" && fail "cycle $cycle: $(grep FAIL "$T/prog.out")"
 	[ "$(tree_count "$RPID")" = 17 ] ||
 		fail "cycle $cycle: the restored tree has $(tree_count "$RPID") processes"
+	tree_maps "$RPID" >"$T/maps.after"
+	diff "$T/maps.before" "$T/maps.after" >"$T/maps.diff" ||
+		fail "cycle $cycle: memory layout changed: $(head -n 20 "$T/maps.diff")"
 	pss=$(tree_pss "$RPID")
 	note "cycle $cycle: restored tree: Pss ${pss} kB"
 	[ "$pss" -le $((pss0 * 5 / 4 + 8192)) ] ||
