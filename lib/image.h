@@ -518,7 +518,8 @@ struct ibcr_delrange {
  * COW section, per process, after its VMAS: struct ibcr_cow_hdr, then
  * nregions records, then nruns runs. Each record names a region (flag
  * COW) and the region of the parent process (the process whose pid is
- * this one's ppid; flag COWSRC) that contains its range, and its runs:
+ * this one's ppid; flag COWSRC) where it starts (it may end past it: a
+ * heap grows), and its runs, all within both regions:
  * the pages that were the very same physical page in both, which the
  * region's own page data does not hold. The region's other pages are
  * its stored runs or were not there (zero).

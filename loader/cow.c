@@ -7,8 +7,9 @@
  * temporary place before that process forks its children, and its core
  * moves it into place with mremap, which keeps pages and their sharing:
  * - a giving region is mapped there and filled with its pages;
- * - a taking region is its parent's temporary copy of the containing
- *   region, moved over (the child inherited it with the fork): its own
+ * - a taking region is its parent's temporary copy of the region where
+ *   it starts, moved over (the child inherited it with the fork) and
+ *   grown to its own length if it grew past it (a heap): its own
  *   pages are dropped where it had none or other ones (MADV_DONTNEED),
  *   then its stored pages written, which breaks the sharing exactly
  *   where the original had broken it. A region that both takes and
@@ -38,6 +39,13 @@ static const struct ibcr_cow_region *record_of(const struct ibcr_process_state *
 	return NULL;
 }
 
+static uint64_t last_end(const struct ibcr_process_state *ps, const struct ibcr_cow_region *c)
+{
+	const struct ibcr_run *r = &ps->cow_runs[c->run0 + c->nruns - 1];
+
+	return r->addr + r->npages * (uint64_t)getpagesize();
+}
+
 /* The image's COW records agree with the regions of both processes. */
 static int check_job(const struct job *j, uint32_t k, struct ibcr_err *e)
 {
@@ -54,7 +62,8 @@ static int check_job(const struct job *j, uint32_t k, struct ibcr_err *e)
 		pp = j[k].parent >= 0 ? &j[j[k].parent].ps : NULL;
 		w = c && pp && c->src < pp->nvmas ? &pp->vmas[c->src] : NULL;
 		if (!w || !(w->flags & IBCR_VMAF_COWSRC) || w->kind != IBCR_VMA_ANON ||
-		    w->start > v->start || w->end < v->end)
+		    w->start > v->start || w->end <= v->start ||
+		    (c->nruns && last_end(ps, c) > w->end))
 			return ibcr_fail(e, "image %s: pid %d: region %#llx-%#llx shares pages "
 					 "with a region its parent does not have",
 					 j[k].rs.r->path, (int)ps->rec.pid,
@@ -126,9 +135,12 @@ static int build_one(const struct job *j, uint32_t k, uint32_t i, struct ibcr_er
 	if (v->flags & IBCR_VMAF_COW) {
 		const struct ibcr_cow_region *c = record_of(ps, i);
 		const struct job *p = &j[j[k].parent];
-		uint64_t from = p->rs.cow_at[c->src] + (v->start - p->ps.vmas[c->src].start);
+		const struct ibcr_vma *w = &p->ps.vmas[c->src];
+		uint64_t from = p->rs.cow_at[c->src] + (v->start - w->start);
+		/* grown past the parent's region (a heap): the rest is new, zero */
+		uint64_t have = (w->end < v->end ? w->end : v->end) - v->start;
 
-		got = mremap((void *)(uintptr_t)from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+		got = mremap((void *)(uintptr_t)from, have, len, MREMAP_MAYMOVE | MREMAP_FIXED,
 			     (void *)(uintptr_t)to);
 		if (got != MAP_FAILED && keep_inherited(ps, v, c, to))
 			return ibcr_fail_errno(e, errno, "pid %d: region %#llx-%#llx: dropping "

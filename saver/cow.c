@@ -2,8 +2,9 @@
 /*
  * Pages a forked child still shares with its parent, copy-on-write.
  * While every process is stopped, a child's private anonymous region is
- * compared with the parent's region that contains its range, page by
- * page in /proc/PID/pagemap: a page present in both with the same page
+ * compared with the parent's region where it starts (up to the end of
+ * either: a heap grows past what it was at the fork), page by page in
+ * /proc/PID/pagemap: a page present in both with the same page
  * frame is one physical page. Such a page is stored once, with the
  * parent, and listed in the child's COW section instead of its data;
  * the loader then builds the parent's region before forking the child,
@@ -65,14 +66,19 @@ struct pair {
 	int no_pfns;		/* the kernel hides page frames from us */
 };
 
-/* Marks in *bits the pages of v that are the parent's; returns how many, -1. */
-static int64_t compare(struct pair *x, const struct ibcr_vma *v, uint64_t **bits,
-		       struct ibcr_err *e)
+/*
+ * Marks in *bits the pages of v that are the parent's, up to `upto` (the
+ * end of the parent's region: a child's region may have grown past it,
+ * a heap after brk); returns how many, or -1.
+ */
+static int64_t compare(struct pair *x, const struct ibcr_vma *v, uint64_t upto,
+		       uint64_t **bits, struct ibcr_err *e)
 {
-	uint64_t pg = (uint64_t)getpagesize(), npages = (v->end - v->start) / pg;
+	uint64_t pg = (uint64_t)getpagesize(), npages = ((upto < v->end ? upto : v->end) -
+							 v->start) / pg;
 	int64_t shared = 0;
 
-	*bits = xcalloc(npages / 64 + 1, 8);
+	*bits = xcalloc((v->end - v->start) / pg / 64 + 1, 8);
 	for (uint64_t at = 0; at < npages; at += CHUNK) {
 		uint64_t k = npages - at < CHUNK ? npages - at : CHUNK;
 
@@ -97,13 +103,14 @@ static int64_t compare(struct pair *x, const struct ibcr_vma *v, uint64_t **bits
 	return shared;
 }
 
+/* The parent's region where v starts (v may end past it: grown since). */
 static const struct ibcr_vma *containing(const struct target *p, const struct ibcr_vma *v,
 					 uint32_t *idx)
 {
 	for (uint32_t i = 0; i < p->ps.nvmas; i++) {
 		const struct ibcr_vma *w = &p->ps.vmas[i];
 
-		if (w->start <= v->start && v->end <= w->end && eligible(w)) {
+		if (w->start <= v->start && v->start < w->end && eligible(w)) {
 			*idx = i;
 			return w;
 		}
@@ -122,7 +129,7 @@ static int child_regions(struct pair *x, struct ibcr_err *e)
 
 		if (!w)
 			continue;
-		n = compare(x, v, &bits, e);
+		n = compare(x, v, w->end, &bits, e);
 		if (n <= 0 || x->no_pfns) {
 			free(bits);
 			if (n < 0)

@@ -4,7 +4,9 @@
  * of private memory with a pattern and forks WORKERS workers; the first
  * two fork a grandchild each. Every descendant then owns a few pages of
  * the region: one it rewrote (its own mark), one it dropped (reads zero
- * now, MADV_DONTNEED), and keeps the rest shared with the parent. Each
+ * now, MADV_DONTNEED), and keeps the rest shared with the parent; every
+ * third worker also grows the region in place by GROW bytes of its own
+ * (as a heap grows past what the parent had at the fork). Each
  * checks its view every tick (a sample of the pattern and its own
  * pages) and exits 1 on a difference; the parent prints "tick N pid P"
  * and fails when a descendant did. At the end (TICKS ticks, or SIGUSR1
@@ -29,12 +31,16 @@
 
 #define PAGE 4096u
 #define WORDS (PAGE / 8)
+#define GROW (256u << 10)
 
 static volatile sig_atomic_t stop;
 static int stop_fd = -1;	/* descendants: EOF when the parent ends */
 static int up;		/* a grandchild: its parent's id, whose pages it inherited */
 static uint64_t *mem;
 static size_t npages;
+static int grown;	/* this process grew the region by GROW */
+
+static int grows(int me) { return me % 3 == 0; }
 
 static uint64_t mix(uint64_t x)
 {
@@ -77,8 +83,22 @@ static int check_page(int me, size_t p)
 	return 0;
 }
 
+static int check_tail(int me)
+{
+	for (size_t w = 0; grown && w < GROW / 8; w++)
+		if (mem[npages * WORDS + w] != (mix(npages * WORDS + w) ^ (uint64_t)me << 48)) {
+			printf("FAIL process %d (pid %d): grown word %zu is %#llx\n", me,
+			       (int)getpid(), w, (unsigned long long)mem[npages * WORDS + w]);
+			fflush(stdout);
+			return -1;
+		}
+	return 0;
+}
+
 static int check(int me, int all)
 {
+	if (check_tail(me))
+		return -1;
 	for (size_t p = 0; p < npages; p += all ? 1 : 61)
 		if (check_page(me, p))
 			return -1;
@@ -102,11 +122,21 @@ static void on_usr1(int sig)
 	stop = 1;
 }
 
-static void own_pages(int me)
+static int own_pages(int me)
 {
+	if (me && grows(me)) {
+		if (mremap(mem, npages * PAGE, npages * PAGE + GROW, 0) != mem) {
+			printf("FAIL process %d: could not grow the region in place\n", me);
+			return -1;
+		}
+		grown = 1;
+		for (size_t w = 0; w < GROW / 8; w++)
+			mem[npages * WORDS + w] = mix(npages * WORDS + w) ^ (uint64_t)me << 48;
+	}
 	for (size_t w = 0; w < WORDS; w++)
 		mem[written_page(me) * WORDS + w] = expect(me, written_page(me), w);
 	madvise(mem + dropped_page(me) * WORDS, PAGE, MADV_DONTNEED);
+	return 0;
 }
 
 /* Every child ended with status 0 (none left: ECHILD). */
@@ -128,7 +158,8 @@ static int descendant(int me, int grandchild_id)
 {
 	char b;
 
-	own_pages(me);
+	if (own_pages(me))
+		return 1;
 	if (grandchild_id && fork() == 0) {
 		up = me;
 		return descendant(grandchild_id, 0);
@@ -148,8 +179,11 @@ int main(int argc, char **argv)
 	int workers = argc > 4 ? atoi(argv[4]) : 14, st, p[2];
 
 	npages = mib << 8;
-	mem = mmap(NULL, npages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		   -1, 0);
+	/* room after it, for the workers that grow it in place */
+	mem = mmap(NULL, npages * PAGE + 4 * GROW, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem != MAP_FAILED)
+		munmap((uint8_t *)mem + npages * PAGE, 4 * GROW);
 	if (mem == MAP_FAILED || pipe(p) || (size_t)(workers + 3) * 7 >= npages) {
 		perror("cowtree");
 		return 2;
