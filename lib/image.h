@@ -52,6 +52,8 @@ enum ibcr_sec_type {
 	IBCR_SEC_SYSVMSG = 11,	/* image-wide: SysV message queues */
 	IBCR_SEC_COW = 24,	/* pages a process shares with its parent */
 	IBCR_SEC_DELFILES = 25,	/* image-wide: deleted files mapped privately */
+	IBCR_SEC_PATTRS = 14,	/* struct ibcr_pattrs + cgroup path */
+	IBCR_SEC_TATTRS = 15,	/* struct ibcr_tattrs[nthreads] */
 	IBCR_SEC_END = 0x7fff,	/* last section: marks a complete image */
 };
 
@@ -151,6 +153,58 @@ struct ibcr_proc {
 	uint64_t exe_ino, exe_dev, exe_size, exe_mtime_ns;
 	int32_t exit_status;	/* zombies: as wait(2) reports it */
 	uint32_t pad;
+};
+
+/*
+ * PATTRS section, one per live process (after FILES): attributes of the
+ * process as a whole that the kernel keeps and the restore sets again.
+ * The cgroup v2 path (cgroup_len bytes with its NUL, 0 = none known)
+ * follows the record.
+ */
+#define IBCR_PATTRF_SUBREAPER 0x1	/* PR_SET_CHILD_SUBREAPER */
+#define IBCR_PATTRF_MEMBARRIER_OLD 0x2	/* kernel without MEMBARRIER_CMD_GET_REGISTRATIONS: */
+					/* the global expedited registration is unknown */
+
+/* membarrier registrations, as the commands that make them (MEMBARRIER_CMD_*) */
+#define IBCR_MEMBARRIER_GLOBAL_EXPEDITED 0x4
+#define IBCR_MEMBARRIER_PRIVATE_EXPEDITED 0x10
+#define IBCR_MEMBARRIER_SYNC_CORE 0x40
+#define IBCR_MEMBARRIER_RSEQ 0x100
+
+struct ibcr_pattrs {
+	int32_t oom_score_adj;	/* /proc/PID/oom_score_adj */
+	uint32_t flags;		/* IBCR_PATTRF_* */
+	uint32_t thp_disable;	/* what PR_GET_THP_DISABLE answered (bit 1: except advised) */
+	uint32_t membarrier;	/* IBCR_MEMBARRIER_*: registrations whose command works */
+	uint32_t stop_sig;	/* IBCR_PROCF_STOPPED: the signal that stopped it */
+	uint32_t cgroup_len;	/* bytes of the cgroup v2 path that follows, NUL included */
+	uint8_t reserved[40];
+};
+
+/*
+ * TATTRS section, one per live process (after PATTRS): a record per
+ * thread, in the order of the THREAD sections. The scheduling fields are
+ * struct sched_attr's (sched_getattr); the affinity mask has bit n for
+ * CPU n, up to 1024 CPUs.
+ */
+#define IBCR_TATTRF_UCLAMP 0x1		/* util_min/util_max were read */
+#define IBCR_TATTRF_SLACK_DEFAULT 0x2	/* timer_slack_default_ns was read */
+#define IBCR_AFFINITY_BYTES 128
+
+struct ibcr_tattrs {
+	int32_t tid;
+	uint32_t flags;		/* IBCR_TATTRF_* */
+	uint32_t sched_policy;	/* SCHED_* */
+	int32_t sched_nice;
+	uint64_t sched_flags;	/* SCHED_FLAG_* (reset on fork, deadline flags) */
+	uint32_t sched_priority;
+	uint32_t util_min, util_max;
+	uint32_t pdeath_sig;	/* PR_GET_PDEATHSIG */
+	uint64_t sched_runtime, sched_deadline, sched_period;
+	uint64_t timer_slack_ns;	/* PR_GET_TIMERSLACK */
+	uint64_t timer_slack_default_ns;	/* what PR_SET_TIMERSLACK 0 goes back to */
+	uint8_t affinity[IBCR_AFFINITY_BYTES];	/* sched_getaffinity */
+	uint8_t reserved[32];
 };
 
 /* How the restore writes the thread's TID at clear_child_tid. */

@@ -507,6 +507,10 @@ static int dec_one(struct img_reader *r, uint32_t proc, uint32_t idx,
 		return dec_opaque(s, p, ps);
 	case IBCR_SEC_COW:
 		return dec_cow(r->path, proc, p, s->h.size, r->hdr.page_size, ps, e);
+	case IBCR_SEC_PATTRS:
+		return dec_pattrs(r->path, proc, p, s->h.size, ps, e);
+	case IBCR_SEC_TATTRS:
+		return dec_tattrs(r->path, proc, p, s->h.size, ps, e);
 	}
 	return ibcr_fail(e, "image %s: section %u has unknown type %u", r->path, idx,
 			 s->h.type);
@@ -546,9 +550,11 @@ int imgr_load_process(struct img_reader *r, uint32_t proc,
 			s->h.type == IBCR_SEC_FILES ? S_FILES :
 			s->h.type == IBCR_SEC_VMAS ? S_VMAS : 0;
 	}
+	/* attributes: both sections or, in an older image, neither */
+	ps->has_attrs = ps->cgroup && ps->tattrs;
 	if ((ps->rec.flags & IBCR_PROCF_ZOMBIE) ? seen != S_PROC :
 	    seen != (S_PROC | S_SIG | S_FILES | S_PAGES | S_VMAS) ||
-	    nthreads != ps->rec.nthreads) {
+	    nthreads != ps->rec.nthreads || (!ps->has_attrs && (ps->cgroup || ps->tattrs))) {
 		ibcr_fail(e, "image %s: process %u is incomplete (sections missing)",
 			  r->path, proc);
 		goto fail;
@@ -680,5 +686,7 @@ void ibcr_process_free(struct ibcr_process_state *ps)
 	free(ps->exe);
 	free(ps->cwd);
 	free(ps->cmdline);
+	free(ps->cgroup);
+	free(ps->tattrs);
 	memset(ps, 0, sizeof(*ps));
 }

@@ -127,5 +127,12 @@ int dec_cow(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
 	    uint32_t page_size, struct ibcr_process_state *ps, struct ibcr_err *e);
 void enc_sysvsem(struct buf *b, const struct ibcr_sysvipc *s);
 void enc_sysvmsg(struct buf *b, const struct ibcr_sysvipc *s);
+/* image_attrs.c: process and per-thread attributes (PATTRS, TATTRS) */
+void enc_pattrs(struct buf *b, const struct ibcr_process_state *ps);
+void enc_tattrs(struct buf *b, const struct ibcr_process_state *ps);
+int dec_pattrs(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
+	       struct ibcr_process_state *ps, struct ibcr_err *e);
+int dec_tattrs(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
+	       struct ibcr_process_state *ps, struct ibcr_err *e);
 
 #endif

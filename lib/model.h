@@ -56,6 +56,10 @@ struct ibcr_process_state {
 	struct ibcr_cow_region *cow;
 	uint64_t ncow_runs;
 	struct ibcr_run *cow_runs;
+	int has_attrs;		/* PATTRS and TATTRS: none in older images */
+	struct ibcr_pattrs pattrs;
+	char *cgroup;		/* its cgroup v2 path, or NULL */
+	struct ibcr_tattrs *tattrs;	/* rec.nthreads records, or NULL */
 };
 
 /* The image's open file descriptions, shared by its processes. */

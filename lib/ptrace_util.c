@@ -55,6 +55,22 @@ int pt_wait(pid_t tid, int *status, struct ibcr_err *e)
 	return 0;
 }
 
+static int is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+/* The last stop signal a group stop (or a signal on its way in) showed. */
+static int group_stop_sig;
+
+int pt_group_stop_signal(void)
+{
+	int sig = group_stop_sig;
+
+	group_stop_sig = 0;
+	return sig;
+}
+
 int pt_interrupt(pid_t tid, struct ibcr_err *e)
 {
 	if (PT(PTRACE_INTERRUPT, tid, 0, 0))
@@ -69,8 +85,12 @@ int pt_interrupt_wait(pid_t tid, struct ibcr_err *e)
 	for (;;) {
 		if (pt_wait(tid, &st, e))
 			return -1;
-		if ((st >> 16) == PTRACE_EVENT_STOP)
+		if ((st >> 16) == PTRACE_EVENT_STOP) {
+			/* in a group stop, the stop reports its signal, else SIGTRAP */
+			if (is_stop_signal(WSTOPSIG(st)))
+				group_stop_sig = WSTOPSIG(st);
 			return 0;
+		}
 		/*
 		 * A signal was on its way in: let it be delivered (its
 		 * handler frame is set up, as without us) and take the
@@ -160,11 +180,6 @@ int pt_stop_signals_seen(void)
 	return n;
 }
 
-static int is_stop_signal(int sig)
-{
-	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
-}
-
 /* The next syscall stop of a thread already resumed with PTRACE_SYSCALL. */
 static int wait_syscall_stop(pid_t tid, struct sysinfo_head *si, unsigned long *event,
 			     struct ibcr_err *e)
@@ -184,6 +199,7 @@ static int wait_syscall_stop(pid_t tid, struct sysinfo_head *si, unsigned long *
 		if (is_stop_signal(WSTOPSIG(st)) &&
 		    ((st >> 16) == 0 || (st >> 16) == PTRACE_EVENT_STOP)) {
 			stop_signals_seen++;
+			group_stop_sig = WSTOPSIG(st);
 		} else if (event && WSTOPSIG(st) == SIGTRAP && (st >> 16) &&
 			   (st >> 16) != PTRACE_EVENT_STOP) {
 			if (PT(PTRACE_GETEVENTMSG, tid, 0, event))

@@ -62,6 +62,19 @@ int tcp_finish(const struct ibcr_files *f, const int *fds, struct ibcr_err *e);
 int preflight(struct restore *rs, struct ibcr_err *e);
 int preflight_files(const struct ibcr_files *f, struct ibcr_err *e);
 
+/* attrs_check.c: can the attributes come back exactly? (no change made) */
+int attrs_preflight(const struct restore *rs, struct ibcr_err *e);
+int attrs_have_cap(int cap);
+const char *attrs_limit_name(int r);
+/* attrs.c: process attributes, in the child; per-thread ones into the plan */
+int attrs_child(const struct restore *rs, struct ibcr_err *e);
+void attrs_plan(struct plan *p, const struct restore *rs);
+long attrs_fork_slack(const struct ibcr_process_state *child);
+void attrs_fork_slack_done(long own);
+/* cgroup.c: cgroup v2 membership */
+int attrs_check_cgroup(const struct ibcr_process_state *ps, struct ibcr_err *e);
+int cgroup_enter(const struct ibcr_process_state *ps, struct ibcr_err *e);
+
 /* verbs.c: the loader's part of the verbs stage */
 int verbs_preflight(const struct ibcr_process_state *ps, struct ibcr_err *e);
 int verbs_standins(struct restore *rs, struct ibcr_err *e);

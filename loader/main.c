@@ -422,8 +422,10 @@ int main(int argc, char **argv)
 			pages_close(&j[i].pages);
 		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose, &e))
 			fprintf(stderr, "restart-loader: pid %d: %s\n", j[i].ps.rec.pid, e.msg);
+		/* it was stopped (Ctrl-Z: SIGTSTP): still is, by the same signal */
 		if (j[i].ps.rec.flags & IBCR_PROCF_STOPPED)
-			kill(j[i].child, SIGSTOP);	/* it was stopped (Ctrl-Z): still is */
+			kill(j[i].child, j[i].ps.pattrs.stop_sig ? (int)j[i].ps.pattrs.stop_sig
+								 : SIGSTOP);
 		close(j[i].status_fd);
 		close(j[i].control_fd);
 	}

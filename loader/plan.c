@@ -346,6 +346,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 		return -1;
 	plan_vmas(p, &a, rs);
 	plan_process(p, &a, rs);
+	attrs_plan(p, rs);
 	plan_fds(p, &a, rs);
 	plan_pokes(p, &a, rs);
 	plan_shm(p, &a, rs);

@@ -130,7 +130,7 @@ int preflight(struct restore *rs, struct ibcr_err *e)
 	if (stat(ps->cwd, &st) || !S_ISDIR(st.st_mode))
 		return ibcr_fail(e, "working directory %s does not exist", ps->cwd);
 	if (ibcr_check_fds(ps, rs->files, e) || check_mapped_files(ps, e) || check_specials(ps, e) ||
-	    verbs_preflight(ps, e))
+	    verbs_preflight(ps, e) || attrs_preflight(rs, e))
 		return -1;
 	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {
 		char why[256];

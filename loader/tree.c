@@ -93,10 +93,13 @@ static void set_groups(const struct job *j, uint32_t i, pid_t loader_pgid, int v
 			"or process group (%s)\n", (int)r->pid, strerror(errno));
 }
 
-static __attribute__((noreturn)) void become_zombie(const struct job *x)
+static __attribute__((noreturn)) void become_zombie(const struct job *j, uint32_t i,
+						    pid_t loader_pgid, int verbose)
 {
+	const struct job *x = &j[i];
 	int st = x->ps.rec.exit_status;
 
+	set_groups(j, i, loader_pgid, verbose);	/* a zombie keeps its group */
 	prctl(PR_SET_NAME, x->ps.rec.comm, 0, 0, 0);	/* what ps shows of it */
 	if (WIFSIGNALED(st)) {
 		sigset_t none;
@@ -120,6 +123,44 @@ static void announce(const struct job *x)
 		_exit(127);
 }
 
+static int is_leader(const struct job *x)
+{
+	return x->ps.rec.pgid == x->ps.rec.pid;
+}
+
+static __attribute__((noreturn)) void run_process(struct job *j, uint32_t n, uint32_t i,
+						  pid_t loader_pgid, int verbose);
+
+/*
+ * A group leader's group is made at once, by us as well as by itself
+ * (whoever is first), so that a sibling forked next can join it; a
+ * zombie has set its group up once it is one.
+ */
+static void fork_child(struct job *j, uint32_t n, uint32_t c, pid_t loader_pgid, int verbose)
+{
+	long slack = attrs_fork_slack(&j[c].ps);
+	const struct ibcr_proc *r = &j[c].ps.rec;
+	siginfo_t si;
+	pid_t pid = fork_as(r->pid, &j[c].rs.exact_pid, verbose);
+
+	if (pid < 0) {
+		perror("restart-loader: fork");
+		_exit(127);
+	}
+	if (pid == 0) {
+		if (is_zombie(&j[c]))
+			become_zombie(j, c, loader_pgid, verbose);
+		run_process(j, n, c, loader_pgid, verbose);
+	}
+	attrs_fork_slack_done(slack);
+	if (j[c].rs.exact_pid && is_leader(&j[c]) && r->sid != r->pid &&
+	    r->pgid != j[j[c].parent].ps.rec.pgid)
+		setpgid(pid, pid);
+	if (is_zombie(&j[c]))
+		while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+			;
+}
+
 static __attribute__((noreturn)) void run_process(struct job *j, uint32_t n, uint32_t i,
 						  pid_t loader_pgid, int verbose)
 {
@@ -127,22 +168,11 @@ static __attribute__((noreturn)) void run_process(struct job *j, uint32_t n, uin
 	if (j[i].parent >= 0)
 		set_groups(j, i, loader_pgid, verbose);
 	cow_build_or_fail(j, n, i);	/* before the children inherit it */
-	for (uint32_t c = 0; c < n; c++) {
-		pid_t pid;
-
-		if (j[c].parent != (int)i)
-			continue;
-		pid = fork_as(j[c].ps.rec.pid, &j[c].rs.exact_pid, verbose);
-		if (pid < 0) {
-			perror("restart-loader: fork");
-			_exit(127);
-		}
-		if (pid == 0) {
-			if (is_zombie(&j[c]))
-				become_zombie(&j[c]);
-			run_process(j, n, c, loader_pgid, verbose);
-		}
-	}
+	/* group leaders first: the others may join their groups */
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t c = 0; c < n; c++)
+			if (j[c].parent == (int)i && is_leader(&j[c]) == !pass)
+				fork_child(j, n, c, loader_pgid, verbose);
 	run_child(&j[i].rs);
 	_exit(127);	/* not reached */
 }
@@ -163,6 +193,7 @@ static int high_pipe(int p[2], int base)
 int tree_start(struct job *j, uint32_t n, int base, int verbose)
 {
 	pid_t pgid = getpgrp();
+	long slack;
 
 	/* every process's pipes first: descendants are forked far from here */
 	for (uint32_t i = 0; i < n; i++) {
@@ -185,6 +216,7 @@ int tree_start(struct job *j, uint32_t n, int base, int verbose)
 	for (uint32_t i = 0; i < n; i++) {
 		if (j[i].parent >= 0 || is_zombie(&j[i]))
 			continue;	/* a zombie without parent here: nobody to reap it */
+		slack = attrs_fork_slack(&j[i].ps);
 		j[i].child = fork_as(j[i].ps.rec.pid, &j[i].rs.exact_pid, verbose);
 		if (j[i].child < 0) {
 			perror("restart-loader: fork");
@@ -192,6 +224,7 @@ int tree_start(struct job *j, uint32_t n, int base, int verbose)
 		}
 		if (j[i].child == 0)
 			run_process(j, n, i, pgid, verbose);
+		attrs_fork_slack_done(slack);
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		if (j[i].rs.status_fd >= 0)

@@ -98,6 +98,12 @@ static int inject(struct target *t, uint32_t thread, long nr, uint64_t a0,
 	return 0;
 }
 
+int inject_call(struct target *t, uint32_t thread, long nr, uint64_t a0, uint64_t a1,
+		uint64_t a2, uint64_t a3, long *ret, struct ibcr_err *e)
+{
+	return inject(t, thread, nr, a0, a1, a2, a3, ret, e);
+}
+
 static int read_process_bits(struct target *t, uint64_t scratch, struct ibcr_err *e)
 {
 	long brk;
@@ -134,6 +140,8 @@ int capture_injected(struct target *t, struct ibcr_err *e)
 	if (read_sigactions_all(t, (uint64_t)scratch, e) ||
 	    read_process_bits(t, (uint64_t)scratch, e) ||
 	    read_threads_all(t, (uint64_t)scratch, e))
+		goto out;
+	if (capture_attrs(t, (uint64_t)scratch, e))
 		goto out;
 	rc = 0;
 out:

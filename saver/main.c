@@ -57,7 +57,10 @@ static int parse_pid(const char *s, pid_t *pid)
 /* Everything is read before anything is written: errors come early. */
 static int capture(struct target *t, struct fobjs *objs, struct ibcr_err *e)
 {
+	int sig;
+
 	pt_stop_signals_seen();
+	pt_group_stop_signal();
 	if (capture_regs(t, e) || capture_injected(t, e) ||
 	    capture_threads(t, e) || capture_procinfo(t, e) || capture_files(t, objs, e) ||
 	    capture_locks(t, e) ||
@@ -65,8 +68,9 @@ static int capture(struct target *t, struct fobjs *objs, struct ibcr_err *e)
 		return -1;
 	if (pt_stop_signals_seen())
 		t->stopped = 1;	/* a stop signal was on its way in */
-	if (t->stopped)
-		t->ps.rec.flags |= IBCR_PROCF_STOPPED;
+	if ((sig = pt_group_stop_signal()))
+		t->stop_sig = sig;
+	attrs_stop_state(t);
 	return 0;
 }
 
@@ -90,6 +94,16 @@ static int write_meta(struct img_writer *w, uint32_t idx, struct target *t,
 		b.len = 0;
 		enc_files(&b, &t->ps);
 		rc = imgw_section(w, IBCR_SEC_FILES, idx, NULL, b.p, b.len, e);
+	}
+	if (!rc) {
+		b.len = 0;
+		enc_pattrs(&b, &t->ps);
+		rc = imgw_section(w, IBCR_SEC_PATTRS, idx, NULL, b.p, b.len, e);
+	}
+	if (!rc) {
+		b.len = 0;
+		enc_tattrs(&b, &t->ps);
+		rc = imgw_section(w, IBCR_SEC_TATTRS, idx, NULL, b.p, b.len, e);
 	}
 	buf_free(&b);
 	return rc;
@@ -351,6 +365,8 @@ int main(int argc, char **argv)
 		verbs_wake(&t[i]);
 	for (uint32_t i = 0; i < n && !rc; i++)
 		rc = t[i].zombie ? 0 : capture(&t[i], &objs, &e);
+	if (!rc)
+		rc = attrs_check_tree(t, n, &e);
 	if (!rc)
 		shm_join_named(t, n);
 	if (!rc)

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* Process-wide state from /proc and prlimit: ids, mm fields, limits. */
+/* Process-wide state from /proc: ids, mm fields, limits. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -161,16 +160,7 @@ static int read_misc(struct target *t, struct ibcr_err *e)
 	s[strcspn(s, "\n")] = 0;
 	strncpy(r->comm, s, sizeof(r->comm) - 1);
 	free(s);
-	for (int i = 0; i < IBCR_RLIM_NLIMITS; i++) {
-		struct rlimit rl;
-
-		if (prlimit(t->pid, i, NULL, &rl))
-			return ibcr_fail_errno(e, errno, "pid %d: reading resource limit %d",
-					       (int)t->pid, i);
-		r->rlim[i][0] = rl.rlim_cur;
-		r->rlim[i][1] = rl.rlim_max;
-	}
-	return 0;
+	return read_limits(t->pid, r->rlim, e);
 }
 
 /* POSIX timers live in the kernel only; not restorable yet: refuse. */

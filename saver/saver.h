@@ -22,6 +22,7 @@ struct target {
 	int zombie;		/* exited, not reaped: only its record is saved */
 	int tree;		/* saved with its descendants (--tree) */
 	int stopped;		/* stopped by job control: saved, and left, so */
+	int stop_sig;		/* the signal that stopped it, when known */
 	uint64_t syscall_insn;	/* a syscall instruction in its [vdso] */
 	int memfd;		/* /proc/PID/mem (of mem_pid when set) */
 	pid_t mem_pid;		/* the copy-on-write snapshot memory is read from */
@@ -67,6 +68,19 @@ int capture_injected(struct target *t, struct ibcr_err *e);
 /* injectall.c: signal actions, and each thread's altstack and TID address */
 int read_sigactions_all(struct target *t, uint64_t scratch, struct ibcr_err *e);
 int read_threads_all(struct target *t, uint64_t scratch, struct ibcr_err *e);
+/* A system call run by thread i of t; *ret its result, or NULL: fail on error. */
+int inject_call(struct target *t, uint32_t thread, long nr, uint64_t a0, uint64_t a1,
+		uint64_t a2, uint64_t a3, long *ret, struct ibcr_err *e);
+
+/* attrs.c: process and thread attributes (PATTRS, TATTRS); scratch: a page of t */
+int capture_attrs(struct target *t, uint64_t scratch, struct ibcr_err *e);
+/* Once captured: the stop state and the stop signals still queued. */
+void attrs_stop_state(struct target *t);
+/* Once all are captured: what the process tree cannot give back. */
+int attrs_check_tree(const struct target *t, uint32_t n, struct ibcr_err *e);
+
+/* rseq.c: a thread stopped inside an rseq critical section goes to its abort */
+int rseq_fixup(struct target *t, uint32_t i, struct ibcr_err *e);
 
 /* threads.c */
 int capture_regs(struct target *t, struct ibcr_err *e);
@@ -74,6 +88,8 @@ int capture_threads(struct target *t, struct ibcr_err *e);
 
 /* procinfo.c */
 int capture_procinfo(struct target *t, struct ibcr_err *e);
+/* limits.c: soft and hard resource limits, from /proc/PID/limits */
+int read_limits(pid_t pid, uint64_t rlim[IBCR_RLIM_NLIMITS][2], struct ibcr_err *e);
 
 /* files.c: the image's open file descriptions, being collected */
 struct fobjs {

@@ -97,6 +97,32 @@ static void print_threads(uint32_t arch, const struct ibcr_process_state *ps)
 	}
 }
 
+/* PATTRS and TATTRS: what the restore sets again besides memory and files */
+static void print_attrs(const struct ibcr_process_state *ps)
+{
+	const struct ibcr_pattrs *a = &ps->pattrs;
+
+	if (!ps->has_attrs)
+		return;
+	printf("  attrs: oom_score_adj %d  cgroup %s  thp_disable %u  membarrier %#x%s%s\n",
+	       a->oom_score_adj, ps->cgroup[0] ? ps->cgroup : "-", a->thp_disable,
+	       a->membarrier, (a->flags & IBCR_PATTRF_SUBREAPER) ? "  subreaper" : "",
+	       (ps->rec.flags & IBCR_PROCF_STOPPED) ? "  stopped" : "");
+	if (ps->rec.flags & IBCR_PROCF_STOPPED)
+		printf("  stopped by signal %u\n", a->stop_sig);
+	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {
+		const struct ibcr_tattrs *t = &ps->tattrs[i];
+		int ncpu = 0;
+
+		for (int c = 0; c < IBCR_AFFINITY_BYTES * 8; c++)
+			ncpu += t->affinity[c / 8] >> (c % 8) & 1;
+		printf("    tid %-7d policy %u prio %u nice %d%s  cpus %d (%02x...)  slack %llu  "
+		       "pdeathsig %u\n", t->tid, t->sched_policy, t->sched_priority,
+		       t->sched_nice, (t->sched_flags & 1) ? " reset-on-fork" : "", ncpu,
+		       t->affinity[0], (unsigned long long)t->timer_slack_ns, t->pdeath_sig);
+	}
+}
+
 static void print_vmas(const struct ibcr_process_state *ps)
 {
 	uint64_t total = 0;
@@ -177,6 +203,7 @@ static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process
 	printf("  cwd %s  uid %u gid %u  ppid %d pgid %d sid %d\n", ps->cwd,
 	       ps->rec.uid[0], ps->rec.gid[0], ps->rec.ppid, ps->rec.pgid, ps->rec.sid);
 	print_threads(arch, ps);
+	print_attrs(ps);
 	print_vmas(ps);
 	printf("  files: %u\n", ps->nfds);
 	for (uint32_t i = 0; i < ps->nfds; i++) {

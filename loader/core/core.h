@@ -29,6 +29,12 @@ int uffd_open(struct plan *p, const struct plan_vma *v);
 uint32_t uffd_fill(struct plan *p, const struct plan_vma *v, int fd, uint64_t *upto);
 void uffd_close(struct plan *p, const struct plan_vma *v, int fd);
 
+/* attrs.c: a thread's scheduling, affinity, slack; its parent-death signal */
+void core_thread_attrs(struct plan *p, const struct plan_thread *t);
+void core_thread_attrs_late(struct plan *p, const struct plan_thread *t);
+void core_slack_for_clone(const struct plan *p, uint32_t i);
+void core_late_limits(struct plan *p);
+
 /* arch/<arch>/core_arch.c */
 long arch_set_tls(const uint64_t tls[2]);
 

@@ -63,8 +63,9 @@ struct plan_thread {
 	void *frame;		/* rt_sigframe built by the loader */
 	uint64_t stack_top;	/* the core's stack for this thread */
 	uint32_t nsiginfo;
-	uint32_t pad;
+	uint32_t has_attrs;	/* attrs below are the saved ones (core/attrs.c) */
 	const uint8_t *siginfo;	/* per-thread pending, 128 bytes each */
+	struct ibcr_tattrs attrs;
 };
 
 /* prctl(PR_SET_MM, PR_SET_MM_MAP) argument, as in <linux/prctl.h>. */
@@ -105,7 +106,10 @@ struct plan {
 	const struct plan_poke *pokes;
 	struct plan_mm_map mm;
 	const struct ibcr_sigaction *sigact;	/* IBCR_NSIG entries */
-	uint64_t rlim[16][2];
+	uint64_t rlim[16][2];	/* rlim_late's: the larger of ours and the saved */
+	uint64_t rlim_late[16][2];	/* set once every thread is set up */
+	uint32_t rlim_late_mask;	/* bit r: rlim_late[r] */
+	uint32_t pad_late;
 	uint64_t itimer[3][4];
 	uint32_t uid[4], gid[4];
 	uint32_t ngroups;

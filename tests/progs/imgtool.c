@@ -26,6 +26,9 @@
  *                                   had just returned from, when stopped
  *                                   (x86_64: orig_rax; aarch64: x8, which
  *                                   may be stale), -1 for none
+ *   imgtool set-oom IMAGE VALUE     sets oom_score_adj in the first PATTRS
+ *                                   section and recomputes its CRCs: a
+ *                                   value the restorer may not set
  *   imgtool cached IMAGE            how many bytes of IMAGE are in the
  *                                   page cache (mincore), without reading
  *                                   it: did the saver write past it?
@@ -83,7 +86,8 @@ static const struct {
 	{ IBCR_SEC_PAGES, "PAGES" },	   { IBCR_SEC_VMAS, "VMAS" },
 	{ IBCR_SEC_OPAQUE, "OPAQUE" },	   { IBCR_SEC_FILEOBJS, "FILEOBJS" },
 	{ IBCR_SEC_SYSVSHM, "SYSVSHM" },   { IBCR_SEC_SYSVSEM, "SYSVSEM" },
-	{ IBCR_SEC_SYSVMSG, "SYSVMSG" },
+	{ IBCR_SEC_SYSVMSG, "SYSVMSG" },   { IBCR_SEC_PATTRS, "PATTRS" },
+	{ IBCR_SEC_TATTRS, "TATTRS" },
 	{ IBCR_SEC_END, "END" },
 };
 
@@ -287,6 +291,27 @@ static void cmd_set_header(const char *field, const char *value)
 	store();
 }
 
+/* A section's payload changed in place: its data CRC and header CRC again. */
+static void reseal(const struct sec *x)
+{
+	uint32_t crc = crc32c(at(x->payload, x->size), x->size);
+
+	memcpy(at(x->off + offsetof(struct ibcr_sec_hdr, data_crc), 4), &crc, 4);
+	crc = crc32c(at(x->off, offsetof(struct ibcr_sec_hdr, hdr_crc)),
+		     offsetof(struct ibcr_sec_hdr, hdr_crc));
+	memcpy(at(x->off + offsetof(struct ibcr_sec_hdr, hdr_crc), 4), &crc, 4);
+}
+
+static void cmd_set_oom(const char *value)
+{
+	const struct sec *x = first(IBCR_SEC_PATTRS);
+	int32_t v = (int32_t)strtol(value, NULL, 0);
+
+	memcpy(at(x->payload + offsetof(struct ibcr_pattrs, oom_score_adj), 4), &v, 4);
+	reseal(x);
+	store();
+}
+
 static void cmd_syscall(const char *comm)
 {
 	uint32_t arch;
@@ -370,7 +395,7 @@ int main(int argc, char **argv)
 	const char *cmd = argc > 2 ? argv[1] : "";
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: imgtool sections|flip|flip-region|set-header|syscall|xstate|cached "
+		fprintf(stderr, "usage: imgtool sections|flip|flip-region|set-header|set-oom|syscall|xstate|cached "
 				"IMAGE [ARGS]\n");
 		return 2;
 	}
@@ -387,6 +412,8 @@ int main(int argc, char **argv)
 		cmd_flip_region(argc == 4 ? (unsigned)atoi(argv[3]) % 100 : 50);
 	else if (!strcmp(cmd, "set-header") && argc == 5)
 		cmd_set_header(argv[3], argv[4]);
+	else if (!strcmp(cmd, "set-oom") && argc == 4)
+		cmd_set_oom(argv[3]);
 	else if (!strcmp(cmd, "syscall") && argc == 4)
 		cmd_syscall(argv[3]);
 	else if (!strcmp(cmd, "xstate") && argc == 4)
