@@ -31,6 +31,7 @@ const char *ibcr_sec_type_name(uint32_t type)
 	case IBCR_SEC_SYSVSHM: return "SYSVSHM";
 	case IBCR_SEC_SYSVSEM: return "SYSVSEM";
 	case IBCR_SEC_SYSVMSG: return "SYSVMSG";
+	case IBCR_SEC_COW: return "COW";
 	case IBCR_SEC_PATTRS: return "PATTRS";
 	case IBCR_SEC_TATTRS: return "TATTRS";
 	case IBCR_SEC_FILEDATA: return "FILEDATA";

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Shared memory that has a name: POSIX shm (/dev/shm), a file mapped
 # shared and writable, and a memfd, mapped only or also still open (the
-# descriptor and the mappings must be one object again). A parent and two workers, each with a
+# descriptor and the mappings must be one object again), and a file of
+# /dev/shm mapped, then deleted (python's multiprocessing semaphores): it
+# comes back as one object, still a mapping of "PATH (deleted)", with no
+# file left at PATH. A parent and two workers, each with a
 # mapping of its own, keep counting in the one object after restart; the
 # object has the checkpoint's content even when it was deleted (as in a
 # fresh container) or overwritten after the checkpoint, and a restore
@@ -10,7 +13,7 @@
 
 SHM=ibcr-shmfile-$$
 FILE=$T/shared.dat
-trap 'rm -f /dev/shm/$SHM; cleanup' EXIT
+trap 'rm -f /dev/shm/$SHM /dev/shm/$SHM-del /dev/shm/$SHM-part; cleanup' EXIT
 
 # round KIND PATH DAMAGE: checkpoint mid-run, kill, DAMAGE the object
 # (a shell command), restore, and check the counting goes on.
@@ -39,6 +42,8 @@ round() {
 	grep -q FAIL "$T/prog.out" && fail "$kind: $(grep FAIL "$T/prog.out")"
 	grep -q '^DONE' "$T/prog.out" || fail "$kind: program did not finish"
 	assert_ticks_continuous "$T/prog.out"
+	[ "$kind" != deleted ] || [ ! -e "/dev/shm$path" ] ||
+		fail "deleted: the restore left a file at /dev/shm$path"
 	# a memfd no fd holds comes back as shared memory of another name
 	[ "$kind" = memfd ] ||
 		diff "$T/maps.before" "$T/maps.after" >"$T/maps.diff" ||
@@ -49,6 +54,23 @@ round posix "/$SHM" "rm /dev/shm/$SHM"
 round file "$FILE" "dd if=/dev/urandom of=$FILE bs=64k count=64 conv=notrunc status=none"
 round memfd "" ":"
 round memfd-open "" ":"
+round deleted "/$SHM-del" ":"
+
+# A deleted file mapped only in part: the rest has no name left to be
+# read through, so the checkpoint is refused, and the job runs on.
+start "$T/part.out" "$PROGS/shared" 40 50 deleted-part "/$SHM-part"
+pid=$PID
+wait_line "$T/part.out" '^tick 3 '
+if "$SAVER" --tree --kill -o "$T/part.ckpt" "$pid" 2>"$T/part.err"; then
+	fail "deleted-part: a checkpoint of a partly mapped deleted file was not refused"
+fi
+grep -q "pid $pid: region .*(/dev/shm/$SHM-part (deleted)): the deleted file has 4198400 bytes, the image's processes map only its first 4194304" "$T/part.err" ||
+	fail "deleted-part: the refusal does not say why: $(cat "$T/part.err")"
+[ ! -e "$T/part.ckpt" ] || fail "deleted-part: the refused checkpoint left an image"
+wait "$pid" || fail "deleted-part: the job did not run on unharmed (status $?)"
+grep -q '^DONE' "$T/part.out" || fail "deleted-part: the job did not finish: $(tail -n 2 "$T/part.out")"
+grep -q FAIL "$T/part.out" && fail "deleted-part: $(grep FAIL "$T/part.out")"
+assert_ticks_continuous "$T/part.out"
 
 # Restoring a copy while the job still runs would write into its memory.
 start "$T/prog.out" "$PROGS/shared" 100 100 posix "/$SHM"
