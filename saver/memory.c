@@ -11,8 +11,10 @@
  * - shared file mappings: none, the file holds them;
  * - shared anonymous memory: every page with data (SEEK_DATA on the
  *   object when /proc/PID/map_files allows, else the whole range);
- * - private mappings of deleted files or memfds: every page, restored as
- *   anonymous memory, since the file will not be there.
+ * - mappings of deleted files: as for a file, the file being a file
+ *   object of the image (delmap.c);
+ * - private mappings of memfds that no descriptor has: every page,
+ *   restored as anonymous memory, since the memfd will not be there.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -149,9 +151,9 @@ static int classify_file(struct target *t, const struct maps_entry *m,
 	if (m->shared && !strncmp(p, "/[aio]", 6))
 		return REGION_FAIL("the ring of an aio context (io_setup): not supported");
 	if (deleted || !strncmp(p, "/memfd:", 7)) {
-		/* a private copy of a vanished file, unless a file object of the */
-		/* image is that file: then mapped from it (delmap.c decides) */
-		v->kind = m->shared ? IBCR_VMA_FILE : IBCR_VMA_ANON;
+		/* mapped from the file object of the image that is the file; */
+		/* a private copy of a memfd that none is (delmap.c decides) */
+		v->kind = strncmp(p, "/memfd:", 7) ? IBCR_VMA_FILE : IBCR_VMA_ANON;
 		v->flags |= IBCR_VMAF_DELETED;
 		v->file_dev = makedev(m->dev_major, m->dev_minor);
 		v->file_ino = m->ino;

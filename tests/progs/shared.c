@@ -20,8 +20,9 @@
  * and no descriptor is left, only the mappings of a deleted file; each
  * tick the parent checks that /proc/self/maps still shows its mapping as
  * "/dev/shm/PATH (deleted)") or deleted-part (the same with the file a
- * page longer than the mappings: what is not mapped cannot be saved,
- * and the checkpoint is refused).
+ * page longer than the mappings, "TAIL" written there: at the end the
+ * parent's mapping is grown over that page with mremap, which must read
+ * it, the file's own bytes that no mapping had).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -146,6 +147,10 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < words; i++)
 		s->pattern[i] = mix(i);
+	if (kind == DELETED_PART && pwrite(fd, "TAIL", 4, SIZE + 100) != 4) {
+		perror("shared: writing the tail");
+		return 2;
+	}
 	if ((kind == DELETED || kind == DELETED_PART) && shm_unlink(path)) {
 		perror("shared: shm_unlink");
 		return 2;
@@ -195,6 +200,14 @@ int main(int argc, char **argv)
 			printf("FAIL worker %d status %#x\n", k, st);
 			return 1;
 		}
+	if (kind == DELETED_PART) {
+		char *grown = mremap(s, SIZE, SIZE + 4096, MREMAP_MAYMOVE);
+
+		if (grown == MAP_FAILED || memcmp(grown + SIZE + 100, "TAIL", 4)) {
+			printf("FAIL the deleted file's unmapped tail is not there\n");
+			return 1;
+		}
+	}
 	printf("DONE pid %d\n", (int)getpid());
 	return 0;
 }
