@@ -7,6 +7,8 @@
 # and /proc/PID/maps is the same), and dropping the rewritten page shows
 # the file's own bytes again. A restore while a file has that name is
 # refused, naming it, and the image restores once the name is free.
+# A program whose executable is deleted comes back with its regions and
+# /proc/PID/exe naming "PATH (deleted)" (exe was restart-loader's).
 . "$(dirname "$0")/lib.sh"
 
 DAT=$T/dir/mapped.dat
@@ -45,4 +47,23 @@ grep -q '^DONE' "$T/prog.out" || fail "the program did not finish"
 [ ! -e "$DAT" ] || fail "the restore left $DAT behind"
 diff "$T/maps.before" "$T/maps.after" >"$T/maps.diff" ||
 	fail "memory layout changed: $(cat "$T/maps.diff")"
+
+cp "$PROGS/counter" "$T/dir/prog"
+start "$T/exe.out" "$T/dir/prog" 60 50
+pid=$PID
+wait_line "$T/exe.out" '^tick 3 '
+rm "$T/dir/prog"
+[ "$(readlink "/proc/$pid/exe")" = "$T/dir/prog (deleted)" ] || fail "the executable is not deleted"
+maps_named "$pid" >"$T/maps.before"
+checkpoint_kill "$pid" "$T/exe.ckpt"
+before=$(last_tick "$T/exe.out")
+restart "$T/exe.ckpt"
+wait_line "$T/exe.out" "^tick $((before + 3)) "
+[ "$(readlink "/proc/$RPID/exe")" = "$T/dir/prog (deleted)" ] ||
+	fail "/proc/PID/exe is $(readlink "/proc/$RPID/exe"), not $T/dir/prog (deleted)"
+maps_named "$RPID" >"$T/maps.after"
+diff "$T/maps.before" "$T/maps.after" >"$T/maps.diff" ||
+	fail "the deleted executable's layout changed: $(cat "$T/maps.diff")"
+wait "$LPID" || fail "the restored program exited with status $?: $(tail -n 2 "$T/exe.out")"
+[ ! -e "$T/dir/prog" ] || fail "the restore left $T/dir/prog behind"
 exit 0
