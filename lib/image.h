@@ -127,6 +127,7 @@ struct ibcr_end {
 #define IBCR_PROCF_SECCOMP 0x1	/* a thread is under seccomp (CREDS, SECCOMP) */
 #define IBCR_PROCF_ZOMBIE 0x2	/* exited, not reaped: PROC only, exit_status */
 #define IBCR_PROCF_STOPPED 0x4	/* stopped by job control: restored stopped */
+#define IBCR_PROCF_NOTTY 0x1000	/* had no controlling terminal (a daemon) */
 
 /*
  * PROC section: one per process, the first section of that process.
