@@ -50,6 +50,9 @@ enum ibcr_sec_type {
 	IBCR_SEC_SYSVSHM = 9,	/* image-wide: SysV shared memory segments */
 	IBCR_SEC_SYSVSEM = 10,	/* image-wide: SysV semaphore sets */
 	IBCR_SEC_SYSVMSG = 11,	/* image-wide: SysV message queues */
+	IBCR_SEC_SOCKOPTS = 18,	/* image-wide: socket options (lib/sockopt.h) */
+	IBCR_SEC_NETLOCK = 19,	/* image-wide: the network lock left for the */
+				/* image's TCP connections (lib/netlock.h) */
 	IBCR_SEC_END = 0x7fff,	/* last section: marks a complete image */
 };
 
@@ -295,11 +298,41 @@ struct ibcr_tcp {
 	uint32_t pad2;
 };
 
-#define IBCR_SOCKOPT_REUSEADDR 0x1
-#define IBCR_SOCKOPT_REUSEPORT 0x2
-#define IBCR_SOCKOPT_KEEPALIVE 0x4
-#define IBCR_SOCKOPT_NODELAY 0x8
-#define IBCR_SOCKOPT_V6ONLY 0x10
+/*
+ * SOCKOPTS section: image-wide, struct ibcr_sockopts_hdr, nopts records,
+ * then data_size bytes of option values. Each record is one option of
+ * one socket object (level and name as setsockopt takes them, the value
+ * as getsockopt gave it), sorted by object, each object's in the order
+ * the restore applies them. Only what differs from a new socket of the
+ * same kind is saved (lib/sockopt.c says which options and why).
+ */
+struct ibcr_sockopts_hdr {
+	uint32_t nopts;
+	uint32_t pad;
+	uint64_t data_size;
+	/* struct ibcr_sockopt[nopts], the values */
+};
+
+struct ibcr_sockopt {
+	uint32_t obj;		/* the socket's index in FILEOBJS */
+	int32_t level;		/* SOL_SOCKET, IPPROTO_IP, IPPROTO_TCP, ... */
+	int32_t name;		/* SO_KEEPALIVE, TCP_KEEPIDLE, ... */
+	uint32_t len;		/* value bytes */
+	uint64_t data_off;	/* the value, in the data area */
+};
+
+/*
+ * NETLOCK section: image-wide, one record. saver --kill leaves the
+ * packets of the image's TCP connections (and new connections to its
+ * listeners) dropped by an nftables table of its own until the restore
+ * has the sockets live again; the loader then deletes the table.
+ */
+struct ibcr_netlock {
+	char table[48];		/* nftables table, family inet; NUL-terminated */
+	uint32_t nconns;	/* connections locked */
+	uint32_t nlisteners;	/* listening ports locked */
+	uint64_t created_ns;	/* CLOCK_REALTIME when the lock was taken */
+};
 
 struct ibcr_fobj {
 	uint32_t kind;		/* enum ibcr_fd_kind */

@@ -55,11 +55,13 @@ struct ibcr_process_state {
 };
 
 /* The image's open file descriptions, shared by its processes. */
+struct ibcr_sockopts;
 struct ibcr_files {
 	uint32_t nobjs;
 	struct ibcr_fobj *objs;
 	char **paths;
 	uint8_t **data;		/* each object's data_len bytes, or NULL */
+	const struct ibcr_sockopts *sockopts;	/* loader: the sockets' options */
 };
 
 /* The image's SysV shared memory segments (SYSVSHM section). */

@@ -68,6 +68,13 @@ void verbs_pokes(struct restore *rs);
 /* objects.c (parent, before forking): opens the image's file objects */
 int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_err *e);
 
+/* sockopt.c: a socket's saved options (late: those set after its data) */
+int sockopt_apply(int s, uint32_t obj, const struct ibcr_files *f, int late,
+		  struct ibcr_err *e);
+/* SO_REUSEADDR again, as saved: leaving repair mode clears it */
+int sockopt_after_repair(int s, uint32_t obj, const struct ibcr_files *f,
+			 struct ibcr_err *e);
+
 /* sockets.c: a socket object, opened by objects_open */
 int sock_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e);
 

@@ -26,14 +26,19 @@
 
 #include "buf.h"
 #include "loader.h"
+#include "netlock.h"
+#include "sockopt.h"
 
 void run_child(struct restore *rs);
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: restart-loader [-v] [--stats] IMAGE\n"
+		   "       restart-loader --unlock-net IMAGE\n"
 		   "  -v, --verbose  say what could not be done as hoped\n"
-		   "      --stats    print the restore time and peak RSS (ibcr-stats: ...)\n");
+		   "      --stats    print the restore time and peak RSS (ibcr-stats: ...)\n"
+		   "      --unlock-net  restore nothing: let the packets of the image's TCP\n"
+		   "                 connections through again (their peers see them reset)\n");
 }
 
 static double now_ms(void)
@@ -325,11 +330,30 @@ static int fd_base(const struct job *j, uint32_t n)
 	return base;
 }
 
+/* --unlock-net: the image's connections are given up; their peers may go on. */
+static int unlock_net(const struct ibcr_netlock *lock, int locked, const char *image)
+{
+	struct ibcr_err e = { "" };
+
+	if (!locked) {
+		printf("%s holds no network lock\n", image);
+		return 0;
+	}
+	if (netlock_drop(lock->table, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
+	printf("%s: network lock %s removed (%u TCP connection(s) given up)\n", image,
+	       lock->table, lock->nconns);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "stats", no_argument, NULL, 'S' },
+		{ "unlock-net", no_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -338,16 +362,20 @@ int main(int argc, char **argv)
 	struct img_reader r;
 	struct ibcr_err e = { "" };
 	struct ibcr_files files;
+	struct ibcr_sockopts sockopts;
+	struct ibcr_netlock lock;
 	struct ibcr_sysv sysv;
 	struct ibcr_sysvipc ipc;
 	struct job *j;
-	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL;
+	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL, unlock = 0, locked;
 
 	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
 		if (opt == 'v')
 			verbose = 1;
 		else if (opt == 'S')
 			stats = 1;
+		else if (opt == 'U')
+			unlock = 1;
 		else {
 			usage(opt == 'h' ? stdout : stderr);
 			return opt == 'h' ? 0 : 2;
@@ -367,12 +395,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
+	if (imgr_load_netlock(&r, &lock, &locked, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
+	if (unlock)
+		return unlock_net(&lock, locked, argv[optind]);
 	j = xcalloc(r.hdr.nprocs, sizeof(*j));
-	if (imgr_load_files(&r, &files, &e) || preflight_files(&files, &e) ||
+	if (imgr_load_files(&r, &files, &e) ||
+	    imgr_load_sockopts(&r, files.nobjs, &sockopts, &e) || preflight_files(&files, &e) ||
 	    prepare(&r, j, &files, verbose, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
+	files.sockopts = &sockopts;
 	/* checked, then made again: a conflict stops us before any change */
 	if (imgr_load_sysvipc(&r, &ipc, &e) || sysvipc_prepare(&ipc, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
@@ -402,6 +438,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	t_filled = now_ms();
+	/* every process is ready: connections go live, their packets flow again */
+	if (tcp_finish(&files, obj_fds, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		kill_all(j, r.hdr.nprocs);
+		return 1;
+	}
+	if (locked && netlock_drop(lock.table, &e))
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
 	shm_remove_dead(&sysv);
 	/* the processes have them: a pipe's end held here would hide its EOF */
 	for (uint32_t i = 0; i < files.nobjs; i++)

@@ -169,8 +169,6 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 	}
 	if (keeper >= 0)
 		close(keeper);
-	if (!rc)
-		rc = tcp_finish(f, fds, e);	/* every end exists now */
 	*out = fds;
 	return rc;
 }

@@ -118,7 +118,12 @@ static int unix_pair(const struct ibcr_files *f, uint32_t i, int *fds, struct ib
 		return fds[i];	/* made with its peer, which came first */
 	if (socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv))
 		return ibcr_fail_errno(e, errno, "creating a UNIX socket pair");
-	if (refill(f, i, sv[1], e) || (p >= 0 && refill(f, (uint32_t)p, sv[0], e)))
+	/* options first: the buffer sizes bound what the queues may hold */
+	if (sockopt_apply(sv[0], i, f, 0, e) ||
+	    (p >= 0 && sockopt_apply(sv[1], (uint32_t)p, f, 0, e)) ||
+	    refill(f, i, sv[1], e) || (p >= 0 && refill(f, (uint32_t)p, sv[0], e)) ||
+	    sockopt_apply(sv[0], i, f, 1, e) ||
+	    (p >= 0 && sockopt_apply(sv[1], (uint32_t)p, f, 1, e)))
 		return -1;
 	if (p >= 0)
 		fds[p] = sv[1];	/* picked up when the loop reaches it */
@@ -138,6 +143,8 @@ static int unix_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ib
 	s = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return ibcr_fail_errno(e, errno, "creating a UNIX socket");
+	if (sockopt_apply(s, i, f, 0, e))
+		goto fail;
 	if (f->paths[i][0] && bind_unix(s, f->paths[i], e))
 		goto fail;
 	if (role == IBCR_SOCK_LISTEN && listen(s, o->aux[3] ? (int)o->aux[3] : 128)) {
@@ -154,26 +161,12 @@ static int unix_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ib
 			goto fail;
 		}
 	}
+	if (sockopt_apply(s, i, f, 1, e))
+		goto fail;
 	return s;
 fail:
 	close(s);
 	return -1;
-}
-
-static void set_options(int s, uint32_t bits)
-{
-	int one = 1;
-
-	if (bits & IBCR_SOCKOPT_REUSEADDR)
-		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bits & IBCR_SOCKOPT_REUSEPORT)
-		setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-	if (bits & IBCR_SOCKOPT_KEEPALIVE)
-		setsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-	if (bits & IBCR_SOCKOPT_NODELAY)
-		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (bits & IBCR_SOCKOPT_V6ONLY)
-		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 }
 
 /*
@@ -209,12 +202,16 @@ static int inet_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 	s = socket(family, type | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return ibcr_fail_errno(e, errno, "creating a socket (family %d)", family);
+	/* before repair mode, which forces SO_REUSEADDR on and must keep it so to bind */
+	if (sockopt_apply(s, i, f, 0, e)) {
+		close(s);
+		return -1;
+	}
 	if (role == IBCR_SOCK_REPAIR && tcp_repair_on(s)) {
 		close(s);
 		return ibcr_fail_errno(e, errno, "TCP connection on port %u: repair mode (needs "
 				       "CAP_NET_ADMIN)", ntohs(addr[0].sin6_port));
 	}
-	set_options(s, (uint32_t)o->aux[3]);
 	if (role == IBCR_SOCK_LISTEN || role == IBCR_SOCK_BOUND || role == IBCR_SOCK_REPAIR) {
 		if (bind_port(s, type, &addr[0], len)) {
 			char host[INET6_ADDRSTRLEN] = "?";
@@ -246,6 +243,10 @@ static int inet_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 	    ((struct sockaddr_in *)&addr[1])->sin_port &&
 	    connect(s, (struct sockaddr *)&addr[1], len)) {
 		ibcr_fail_errno(e, errno, "reconnecting a datagram socket");
+		close(s);
+		return -1;
+	}
+	if (sockopt_apply(s, i, f, 1, e)) {
 		close(s);
 		return -1;
 	}

@@ -141,6 +141,8 @@ int tcp_finish(const struct ibcr_files *f, const int *fds, struct ibcr_err *e)
 		if (set(fds[i], TCP_REPAIR, &off, sizeof(off)))
 			return ibcr_fail_errno(e, errno, "TCP connection %s: leaving repair mode",
 					       f->paths[i]);
+		if (sockopt_after_repair(fds[i], i, f, e))
+			return -1;
 		if (send_unsent(fds[i], d + sizeof(t) + t.inq + (t.outq - t.unsent), t.unsent))
 			return ibcr_fail_errno(e, errno, "TCP connection %s: sending the %u bytes "
 					       "it had not sent yet", f->paths[i], t.unsent);

@@ -28,6 +28,8 @@ static void usage(FILE *f)
 		   "  -t, --tree          also every descendant of each PID\n"
 		   "  -k, --kill          kill the processes once the image is complete\n"
 		   "      --tcp-close     give up established TCP connections (restored broken)\n"
+		   "      --unlock-net    remove network locks left by checkpoints that made\n"
+		   "                      no image (see restart-loader --unlock-net)\n"
 		   "      --sysv-ipc=used|all\n"
 		   "                      SysV semaphore sets and queues to save: those the\n"
 		   "                      processes used last (default), or all they may use\n"
@@ -146,6 +148,24 @@ static int write_sysv(struct img_writer *w, const struct ibcr_sysv *sysv,
 	return rc;
 }
 
+/* Socket options and the network lock left for the restore, if any. */
+static int write_net(struct img_writer *w, const struct fobjs *objs, struct ibcr_err *e)
+{
+	struct ibcr_netlock lock;
+	struct buf b = { 0 };
+	int rc = 0;
+
+	if (objs->sockopts.n) {
+		enc_sockopts(&b, &objs->sockopts);
+		rc = imgw_section(w, IBCR_SEC_SOCKOPTS, IBCR_PROC_NONE, NULL, b.p, b.len, e);
+	}
+	if (!rc && netlock_record(&lock))
+		rc = imgw_section(w, IBCR_SEC_NETLOCK, IBCR_PROC_NONE, NULL, &lock,
+				  sizeof(lock), e);
+	buf_free(&b);
+	return rc;
+}
+
 static int write_image(const char *out, struct target *t, uint32_t n,
 		       const struct fobjs *objs, const struct ibcr_sysv *sysv,
 		       const struct ibcr_sysvipc *ipc, const struct image_opt *c,
@@ -158,7 +178,8 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 	if (imgw_open(&w, out, ibcr_host_arch(), n, want ? IMGW_DIRECT : 0, e))
 		return -1;
 	enc_fileobjs(&b, &objs->f);
-	if (imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p, b.len, e))
+	if (imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p, b.len, e) ||
+	    write_net(&w, objs, e))
 		goto fail;
 	if (write_sysv(&w, sysv, ipc, e))
 		goto fail;
@@ -199,10 +220,11 @@ static double now_ms(void)
 }
 
 /* Lets the processes go: running, stopped or killed; the shims unblock. */
-static void release_all(struct target *t, uint32_t n, int how)
+static void release_all(struct target *t, uint32_t n, int how, const char *image)
 {
 	/* TCP connections leave repair mode before the processes run on */
 	tcp_release(how == RELEASE_KILL);
+	netlock_release(how == RELEASE_KILL, image);
 	for (uint32_t i = 0; i < n; i++)
 		target_release(&t[i], how);
 	if (how != RELEASE_KILL)
@@ -270,6 +292,7 @@ int main(int argc, char **argv)
 		{ "cached", no_argument, NULL, 'C' },
 		{ "tree", no_argument, NULL, 't' },
 		{ "tcp-close", no_argument, NULL, 'T' },
+		{ "unlock-net", no_argument, NULL, 'U' },
 		{ "sysv-ipc", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -296,6 +319,7 @@ int main(int argc, char **argv)
 		case 'N': snapshots = 0; break;
 		case 't': tree = 1; break;
 		case 'T': objs.tcp_close = 1; break;
+		case 'U': return netlock_unlock_stale();
 		case 'I':
 			if (strcmp(optarg, "used") && strcmp(optarg, "all")) {
 				fprintf(stderr, "saver: --sysv-ipc=%s: expected used or all\n", optarg);
@@ -319,6 +343,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	n = (uint32_t)(argc - optind);
+	objs.kill = how == RELEASE_KILL;
+	objs.image = out;
 	t = xcalloc(n, sizeof(*t));
 	for (uint32_t i = 0; i < n; i++) {
 		t[i].memfd = -1;
@@ -363,7 +389,7 @@ int main(int argc, char **argv)
 			s.snapshotted = now_ms();
 		rc = rc < 0 ? -1 : 0;
 		if (released)
-			release_all(t, n, RELEASE_RUN);
+			release_all(t, n, RELEASE_RUN, out);
 	}
 	s.released = now_ms();
 	for (uint32_t i = 0; i < n && !rc; i++)
@@ -379,8 +405,12 @@ int main(int argc, char **argv)
 	}
 	if (!released) {
 		s.released = now_ms();
-		release_all(t, n, how);
+		release_all(t, n, how, out);
 	}
+	if (!rc && objs.given_up)
+		fprintf(stderr, "saver: --tcp-close: %u TCP connection(s) given up: a restore "
+			"brings them back unconnected%s\n", objs.given_up,
+			how == RELEASE_KILL ? "; their peers see them closed now" : "");
 	if (stats && !rc)
 		print_stats(&s, t, n, out);
 	return rc ? 1 : 0;

@@ -11,6 +11,7 @@
 #include "image_io.h"
 #include "model.h"
 #include "procfs.h"
+#include "sockopt.h"
 
 /* One process being checkpointed. */
 struct target {
@@ -60,6 +61,10 @@ struct fobjs {
 	int *rep_fd;
 	uint32_t cap;
 	int tcp_close;		/* --tcp-close: give up established TCP */
+	int kill;		/* --kill: the network lock outlives the saver */
+	const char *image;	/* the image being made (named by the lock) */
+	uint32_t given_up;	/* TCP connections given up (--tcp-close) */
+	struct ibcr_sockopts sockopts;	/* every socket's options (SOCKOPTS) */
 };
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e);
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e);
@@ -97,6 +102,21 @@ int sockets_finish(struct fobjs *o, struct ibcr_err *e);
 struct buf;
 int tcp_capture(pid_t pid, int fd, int s, struct buf *b, struct ibcr_err *e);
 void tcp_release(int killed);
+
+/* sockopt.c: the options of a socket that differ from a new one's */
+int sockopt_capture(int fd, uint32_t obj, int family, int type, int proto, int connected,
+		    const char *who, struct ibcr_sockopts *out, struct ibcr_err *e);
+
+/* netlock.c: packets of the connections dropped while they are captured */
+struct sockaddr_storage;
+void netlock_conn(const struct sockaddr_storage *local, const struct sockaddr_storage *remote);
+void netlock_listener(const struct sockaddr_storage *local);
+int netlock_take(const char *image, int keep, struct ibcr_err *e);
+/* 1 and the record when the lock is left for the restore (--kill) */
+int netlock_record(struct ibcr_netlock *rec);
+void netlock_release(int killed, const char *image);
+/* saver --unlock-net: removes locks no saver and no image hold; exit status */
+int netlock_unlock_stale(void);
 
 /* locks.c: file locks held, per descriptor */
 int capture_locks(struct target *t, struct ibcr_err *e);

@@ -144,6 +144,7 @@ static int unix_socket(struct fobjs *o, uint32_t i, const struct socks *s,
 	const char *peer_name = peer ? peer->name : "";
 	uint32_t role, len = (uint32_t)strlen(peer_name) + 1;
 	struct buf b = { 0 };
+	char who[64];
 	int fd, rc;
 
 	if (d->state == TCP_LISTEN_STATE) {
@@ -172,38 +173,34 @@ static int unix_socket(struct fobjs *o, uint32_t i, const struct socks *s,
 	put(&b, peer_name, len);
 	if ((fd = grab(o->rep_pid[i], o->rep_fd[i], e)) < 0)
 		return -1;
-	rc = role == IBCR_SOCK_LISTEN ? 0 : peek_queue(fd, d, &b, e);
+	snprintf(who, sizeof(who), "pid %d fd %d", (int)o->rep_pid[i], o->rep_fd[i]);
+	rc = sockopt_capture(fd, i, AF_UNIX, d->type, 0, 0, who, &o->sockopts, e);
+	if (!rc && role != IBCR_SOCK_LISTEN)
+		rc = peek_queue(fd, d, &b, e);
 	close(fd);
 	o->f.data[i] = b.p;
 	ob->data_len = b.len;
 	return rc;
 }
 
-static uint32_t options(int fd, int family, int proto)
+/* What a TCP or UDP socket becomes; -1 (refused) or the role. */
+static int inet_role(const struct fobjs *o, uint32_t i, const struct sockdiag *d,
+		     struct ibcr_err *e)
 {
-	static const struct {
-		int level, name;
-		uint32_t bit;
-	} opt[] = {
-		{ SOL_SOCKET, SO_REUSEADDR, IBCR_SOCKOPT_REUSEADDR },
-		{ SOL_SOCKET, SO_REUSEPORT, IBCR_SOCKOPT_REUSEPORT },
-		{ SOL_SOCKET, SO_KEEPALIVE, IBCR_SOCKOPT_KEEPALIVE },
-		{ IPPROTO_TCP, TCP_NODELAY, IBCR_SOCKOPT_NODELAY },
-		{ IPPROTO_IPV6, IPV6_V6ONLY, IBCR_SOCKOPT_V6ONLY },
-	};
-	uint32_t bits = 0;
+	int bound = ((const struct sockaddr_in *)&d->local)->sin_port != 0;
 
-	for (size_t k = 0; k < sizeof(opt) / sizeof(opt[0]); k++) {
-		int v = 0;
-		socklen_t l = sizeof(v);
-
-		if ((opt[k].level == IPPROTO_TCP && proto != IPPROTO_TCP) ||
-		    (opt[k].level == IPPROTO_IPV6 && family != AF_INET6))
-			continue;
-		if (!getsockopt(fd, opt[k].level, opt[k].name, &v, &l) && v)
-			bits |= opt[k].bit;
-	}
-	return bits;
+	if (d->proto == IPPROTO_TCP && d->state == TCP_LISTEN_STATE)
+		return IBCR_SOCK_LISTEN;
+	if (d->proto == IPPROTO_TCP && d->state != TCP_CLOSE_STATE && o->tcp_close)
+		return IBCR_SOCK_CLOSED;
+	if (d->proto == IPPROTO_TCP && d->state == TCP_ESTABLISHED_STATE)
+		return IBCR_SOCK_REPAIR;
+	if (d->proto == IPPROTO_TCP && d->state != TCP_CLOSE_STATE)
+		return ibcr_fail(e, "pid %d fd %d: TCP connection in state %d (%s) cannot be "
+				 "restored; saver --tcp-close gives it up",
+				 (int)o->rep_pid[i], o->rep_fd[i], d->state,
+				 d->state == 8 ? "closed by the peer" : "opening or closing");
+	return bound ? IBCR_SOCK_BOUND : IBCR_SOCK_FRESH;
 }
 
 static int inet_socket(struct fobjs *o, uint32_t i, const struct sockdiag *d, struct ibcr_err *e)
@@ -211,27 +208,26 @@ static int inet_socket(struct fobjs *o, uint32_t i, const struct sockdiag *d, st
 	struct ibcr_fobj *ob = &o->f.objs[i];
 	struct sockaddr_in6 addr[2];
 	struct buf b = { 0 };
-	uint32_t role;
-	int fd, rc = 0, bound = ((struct sockaddr_in *)&d->local)->sin_port != 0;
+	char who[64];
+	int fd, rc = 0, role = inet_role(o, i, d, e);
 
-	if (d->proto == IPPROTO_TCP && d->state == TCP_LISTEN_STATE)
-		role = IBCR_SOCK_LISTEN;
-	else if (d->proto == IPPROTO_TCP && d->state != TCP_CLOSE_STATE && o->tcp_close)
-		role = IBCR_SOCK_CLOSED;
-	else if (d->proto == IPPROTO_TCP && d->state == TCP_ESTABLISHED_STATE)
-		role = IBCR_SOCK_REPAIR;
-	else if (d->proto == IPPROTO_TCP && d->state != TCP_CLOSE_STATE)
-		return ibcr_fail(e, "pid %d fd %d: TCP connection in state %d (%s) cannot be "
-				 "restored; saver --tcp-close gives it up",
-				 (int)o->rep_pid[i], o->rep_fd[i], d->state,
-				 d->state == 8 ? "closed by the peer" : "opening or closing");
-	else
-		role = bound ? IBCR_SOCK_BOUND : IBCR_SOCK_FRESH;
+	if (role < 0)
+		return -1;
 	if ((fd = grab(o->rep_pid[i], o->rep_fd[i], e)) < 0)
 		return -1;
+	snprintf(who, sizeof(who), "pid %d fd %d", (int)o->rep_pid[i], o->rep_fd[i]);
 	ob->aux[1] = (uint64_t)d->family | (uint64_t)d->type << 8 | (uint64_t)role << 16;
 	ob->aux[2] = d->wq;	/* a listener's backlog */
-	ob->aux[3] = options(fd, d->family, d->proto);
+	ob->aux[3] = 0;
+	if (role == IBCR_SOCK_CLOSED)
+		o->given_up++;
+	/* before repair mode, which changes SO_REUSEADDR */
+	if (sockopt_capture(fd, i, d->family, d->type, d->proto,
+			    d->state != TCP_CLOSE_STATE && d->state != TCP_LISTEN_STATE &&
+			    d->proto == IPPROTO_TCP, who, &o->sockopts, e)) {
+		close(fd);
+		return -1;
+	}
 	memset(addr, 0, sizeof(addr));
 	memcpy(&addr[0], &d->local, sizeof(addr[0]));
 	memcpy(&addr[1], &d->remote, sizeof(addr[1]));
@@ -244,6 +240,30 @@ static int inet_socket(struct fobjs *o, uint32_t i, const struct sockdiag *d, st
 	return rc;
 }
 
+/*
+ * The network lock, before any connection is captured: every connection
+ * taken over in repair mode and, when they are killed, the listeners.
+ */
+static int lock_network(struct fobjs *o, const struct socks *s, struct ibcr_err *e)
+{
+	for (uint32_t i = 0; i < o->f.nobjs; i++) {
+		const struct ibcr_fobj *ob = &o->f.objs[i];
+		const struct sockdiag *d;
+		struct ibcr_err ignored;
+		int role;
+
+		if (ob->kind != IBCR_FD_UNIX || ob->aux[1] || !(d = find(s, ob->aux[0])) ||
+		    d->family == AF_UNIX || d->proto != IPPROTO_TCP)
+			continue;
+		role = inet_role(o, i, d, &ignored);	/* refused later, with the reason */
+		if (role == IBCR_SOCK_REPAIR)
+			netlock_conn(&d->local, &d->remote);
+		else if (role == IBCR_SOCK_LISTEN)
+			netlock_listener(&d->local);
+	}
+	return netlock_take(o->image ? o->image : "?", o->kill, e);
+}
+
 int sockets_finish(struct fobjs *o, struct ibcr_err *e)
 {
 	struct socks s = { NULL, 0 };
@@ -252,6 +272,10 @@ int sockets_finish(struct fobjs *o, struct ibcr_err *e)
 	for (uint32_t i = 0; i < o->f.nobjs && !s.d; i++)
 		if (o->f.objs[i].kind == IBCR_FD_UNIX && dump_all(&s, e))
 			return -1;
+	if (s.d && lock_network(o, &s, e)) {
+		free(s.d);
+		return -1;
+	}
 	for (uint32_t i = 0; i < o->f.nobjs && !rc; i++) {
 		struct ibcr_fobj *ob = &o->f.objs[i];
 		const struct sockdiag *d;
