@@ -227,6 +227,8 @@ static void release_all(struct target *t, uint32_t n, int how, const char *image
 	netlock_release(how == RELEASE_KILL, image);
 	for (uint32_t i = 0; i < n; i++)
 		target_release(&t[i], how);
+	for (uint32_t i = 0; i < n && how == RELEASE_KILL; i++)
+		target_wait_dead(&t[i]);	/* their ports are free when we return */
 	if (how != RELEASE_KILL)
 		verbs_release(t, n);
 }

@@ -39,6 +39,8 @@ struct target {
 int target_check(pid_t pid, struct ibcr_err *e);
 int target_seize(struct target *t, struct ibcr_err *e);
 void target_release(struct target *t, int how);
+/* after a kill: until its descriptors are closed (a zombie or gone) */
+void target_wait_dead(const struct target *t);
 enum { RELEASE_RUN, RELEASE_STOP, RELEASE_KILL };
 
 /* tree.c: --tree, a process and its descendants, stopped top-down */
