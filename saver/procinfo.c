@@ -140,6 +140,44 @@ static int read_exe(struct target *t, struct ibcr_err *e)
 	return read_link(path, &t->ps.cwd, e);
 }
 
+/*
+ * prlimit on another user's process needs CAP_SYS_RESOURCE even to read,
+ * which root may lack (a container); /proc/PID/limits tells the same:
+ * one line per limit in the kernel's order, soft and hard value at fixed
+ * columns ("%-25s %-20s %-20s").
+ */
+static int limits_from_proc(struct target *t, struct ibcr_err *e)
+{
+	char path[64], *s, *line;
+	int i = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/limits", (int)t->pid);
+	if (proc_read(path, &s, NULL, e))
+		return -1;
+	for (line = s; line && i < IBCR_RLIM_NLIMITS; i++) {
+		char *nl = strchr(line, '\n');
+
+		if (nl)
+			*nl = 0;
+		if (i >= 0 && strlen(line) > 47) {
+			const char *soft = line + 26, *hard = line + 47;
+
+			t->ps.rec.rlim[i][0] = strncmp(soft, "unlimited", 9) ?
+				strtoull(soft, NULL, 10) : RLIM_INFINITY;
+			t->ps.rec.rlim[i][1] = strncmp(hard, "unlimited", 9) ?
+				strtoull(hard, NULL, 10) : RLIM_INFINITY;
+		} else if (i >= 0) {
+			break;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	free(s);
+	if (i < IBCR_RLIM_NLIMITS)
+		return ibcr_fail(e, "pid %d: %s has %d limits, %d expected", (int)t->pid,
+				 path, i, IBCR_RLIM_NLIMITS);
+	return 0;
+}
+
 static int read_misc(struct target *t, struct ibcr_err *e)
 {
 	struct ibcr_proc *r = &t->ps.rec;
@@ -164,6 +202,8 @@ static int read_misc(struct target *t, struct ibcr_err *e)
 	for (int i = 0; i < IBCR_RLIM_NLIMITS; i++) {
 		struct rlimit rl;
 
+		if (prlimit(t->pid, i, NULL, &rl) && errno == EPERM)
+			return limits_from_proc(t, e);
 		if (prlimit(t->pid, i, NULL, &rl))
 			return ibcr_fail_errno(e, errno, "pid %d: reading resource limit %d",
 					       (int)t->pid, i);
