@@ -75,6 +75,9 @@ int sockopt_apply(int s, uint32_t obj, const struct ibcr_files *f, int late,
 int sockopt_after_repair(int s, uint32_t obj, const struct ibcr_files *f,
 			 struct ibcr_err *e);
 
+/* buffer sizes and their locks as saved, after the queues were refilled */
+int sockopt_buffers(int s, uint32_t obj, const struct ibcr_files *f, struct ibcr_err *e);
+
 /* sockets.c: a socket object, opened by objects_open */
 int sock_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e);
 

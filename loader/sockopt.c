@@ -115,3 +115,26 @@ int sockopt_after_repair(int s, uint32_t obj, const struct ibcr_files *f,
 	}
 	return 0;
 }
+
+int sockopt_buffers(int s, uint32_t obj, const struct ibcr_files *f, struct ibcr_err *e)
+{
+	const struct ibcr_sockopts *so = f->sockopts;
+	int unlocked = 0, lock_saved = 0;
+
+	for (uint32_t i = 0; so && i < so->n; i++) {
+		const struct ibcr_sockopt *o = &so->o[i];
+		const struct sockopt_desc *d = sockopt_find(o->level, o->name);
+
+		if (o->obj != obj || !d || (d->how != SOH_BUFFER && o->name != SO_BUF_LOCK) ||
+		    o->level != SOL_SOCKET)
+			continue;
+		lock_saved |= o->name == SO_BUF_LOCK;
+		if (set_one(s, o, so->data + o->data_off, d))
+			return ibcr_fail_errno(e, errno, "socket %s: %s back as saved",
+					       f->paths[obj], d->label);
+	}
+	/* sizes the program did not fix go back to the kernel's tuning */
+	if (!lock_saved && setsockopt(s, SOL_SOCKET, SO_BUF_LOCK, &unlocked, sizeof(unlocked)))
+		return ibcr_fail_errno(e, errno, "socket %s: SO_BUF_LOCK", f->paths[obj]);
+	return 0;
+}
