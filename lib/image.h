@@ -247,8 +247,10 @@ enum ibcr_fd_kind {
 				/* queue (stream: bytes; else u32 length, message) */
 	IBCR_FD_INET = 17,	/* TCP or UDP socket: aux[0] inode, aux[1] family */
 				/* | type << 8 | role << 16, aux[2] backlog, */
-				/* aux[3] IBCR_SOCKOPT_*; data: local and remote */
-				/* address (struct sockaddr_in6 room each) */
+				/* aux[3] shutdown (1 reading, 2 writing: */
+				/* IBCR_SHUT_*); data: local and remote address */
+				/* (struct sockaddr_in6 room each); options in */
+				/* the SOCKOPTS section */
 	IBCR_FD_PTMX = 18,	/* pty master: aux[0] its index at the checkpoint; */
 				/* data: struct ibcr_pty, then the output that */
 				/* waited for the master's reader */
@@ -267,6 +269,10 @@ struct ibcr_pty {
 	uint32_t pending;	/* bytes of output that follow */
 };
 
+/* A socket's shut down directions (sk_shutdown). */
+#define IBCR_SHUT_RD 1
+#define IBCR_SHUT_WR 2
+
 enum ibcr_sock_role {
 	IBCR_SOCK_FRESH = 0,	/* unnamed, unconnected: just the socket */
 	IBCR_SOCK_PAIR = 1,	/* UNIX, connected to a peer in the image */
@@ -276,13 +282,30 @@ enum ibcr_sock_role {
 				/* it names one (datagrams) */
 	IBCR_SOCK_CLOSED = 4,	/* TCP connection given up (saver --tcp-close): */
 				/* a fresh socket, unconnected */
-	IBCR_SOCK_REPAIR = 5,	/* established TCP connection, taken over with */
-				/* TCP_REPAIR: the addresses are followed by */
-				/* struct ibcr_tcp, the received bytes not read */
-				/* (inq) and the bytes to send (outq) */
+	IBCR_SOCK_REPAIR = 5,	/* TCP connection, taken over with TCP_REPAIR: */
+				/* the addresses are followed by struct */
+				/* ibcr_tcp, the received bytes not read (inq) */
+				/* and the bytes to send (outq) */
 };
 
-/* An established TCP connection's state, as repair mode gives it. */
+/*
+ * A TCP connection's state, as repair mode gives it. The sequence numbers
+ * and queue lengths count bytes only: a SYN or FIN it had sent, or a FIN
+ * it had received, is left out, and the restore puts it back by what
+ * `state` says (restored as established at these numbers, then: connect
+ * again for SYN-SENT, shutdown for a FIN sent, the peer's FIN handed in
+ * again for one received).
+ */
+enum ibcr_tcp_state {		/* the kernel's TCP states */
+	IBCR_TCP_ESTABLISHED = 1,
+	IBCR_TCP_SYN_SENT = 2,
+	IBCR_TCP_FIN_WAIT1 = 4,	/* FIN sent, not acknowledged */
+	IBCR_TCP_FIN_WAIT2 = 5,	/* FIN sent and acknowledged */
+	IBCR_TCP_CLOSE_WAIT = 8,	/* FIN received */
+	IBCR_TCP_LAST_ACK = 9,	/* FIN received, then FIN sent */
+	IBCR_TCP_CLOSING = 11,	/* FIN sent, then FIN received */
+};
+
 struct ibcr_tcp {
 	uint32_t snd_seq;	/* after the last byte written (write_seq) */
 	uint32_t rcv_seq;	/* after the last byte received (rcv_nxt) */
@@ -292,7 +315,8 @@ struct ibcr_tcp {
 	uint32_t mss;
 	uint32_t opts;		/* TCPI_OPT_*: timestamps, sack, window scaling */
 	uint8_t snd_wscale, rcv_wscale;
-	uint8_t pad[2];
+	uint8_t state;		/* enum ibcr_tcp_state; 0 (older images): established */
+	uint8_t pad;
 	uint32_t timestamp;	/* TCP_TIMESTAMP */
 	uint32_t snd_wl1, snd_wnd, max_window, rcv_wnd, rcv_wup;	/* TCP_REPAIR_WINDOW */
 	uint32_t pad2;

@@ -20,6 +20,11 @@
 struct img_reader;
 
 #define NETLOCK_PREFIX "ibcr-"
+/*
+ * Packets with this mark (SO_MARK) pass the lock: the restore's own, that
+ * hand a restored connection the FIN or ACK its peer had sent (loader/tcpfin.c).
+ */
+#define NETLOCK_MARK 0x49424352u	/* "IBCR" */
 
 /*
  * Runs `nft -f -` with script on its standard input. 0, or -1 with the

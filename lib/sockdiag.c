@@ -77,6 +77,8 @@ static void parse_unix(const struct nlmsghdr *h, struct sockdiag *d)
 			d->wq = ((const struct unix_diag_rqlen *)RTA_DATA(a))->udiag_wqueue;
 		} else if (a->rta_type == UNIX_DIAG_ICONS) {
 			d->npending = (uint32_t)(n / 4);
+		} else if (a->rta_type == UNIX_DIAG_SHUTDOWN && n >= 1) {
+			d->shutdown = *(const uint8_t *)RTA_DATA(a) & 3;
 		}
 	}
 }
@@ -84,6 +86,12 @@ static void parse_unix(const struct nlmsghdr *h, struct sockdiag *d)
 static void parse_inet(const struct nlmsghdr *h, int proto, struct sockdiag *d)
 {
 	const struct inet_diag_msg *m = NLMSG_DATA(h);
+	const struct rtattr *a = (const struct rtattr *)(m + 1);
+	int len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*m)));
+
+	for (; RTA_OK(a, len); a = RTA_NEXT(a, len))
+		if (a->rta_type == INET_DIAG_SHUTDOWN && RTA_PAYLOAD(a) >= 1)
+			d->shutdown = *(const uint8_t *)RTA_DATA(a) & 3;
 
 	d->ino = m->idiag_inode;
 	d->family = m->idiag_family;

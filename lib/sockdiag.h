@@ -17,6 +17,7 @@ struct sockdiag {
 	uint32_t rq, wq;	/* queued: bytes (stream) or messages, and for a */
 				/* listener pending connections / backlog */
 	uint32_t npending;	/* listener: connections not accepted yet */
+	uint8_t shutdown;	/* directions shut down: IBCR_SHUT_RD | _WR */
 	/* AF_INET, AF_INET6 */
 	struct sockaddr_storage local, remote;
 };

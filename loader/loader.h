@@ -55,6 +55,14 @@ int tcp_repair_on(int s);
 int tcp_restore(int s, const uint8_t *data, uint64_t len, const struct sockaddr *peer,
 		socklen_t plen);
 int tcp_finish(const struct ibcr_files *f, const int *fds, struct ibcr_err *e);
+/* tcpstate.c: SYNs and FINs that repair mode cannot set, before the lock goes */
+int tcp_replay(const struct ibcr_files *f, const int *fds, struct ibcr_err *e);
+int tcp_fin_in_repair(int s, const struct ibcr_tcp *t);
+int tcp_fin_after_data(int s, const struct ibcr_tcp *t);
+struct sockaddr_in6;
+/* tcpfin.c: the peer's FIN (or ACK), from its address, into the restored socket */
+int tcp_send_fin(const struct sockaddr_in6 *local, const struct sockaddr_in6 *peer,
+		 uint32_t seq, uint32_t ack, uint16_t window, int fin);
 
 /* preflight.c: checks that need no change to anything */
 int preflight(struct restore *rs, struct ibcr_err *e);

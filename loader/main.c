@@ -439,7 +439,7 @@ int main(int argc, char **argv)
 	}
 	t_filled = now_ms();
 	/* every process is ready: connections go live, their packets flow again */
-	if (tcp_finish(&files, obj_fds, &e)) {
+	if (tcp_finish(&files, obj_fds, &e) || tcp_replay(&files, obj_fds, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		kill_all(j, r.hdr.nprocs);
 		return 1;

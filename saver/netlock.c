@@ -140,12 +140,12 @@ int netlock_take(const char *image, int keep, struct ibcr_err *e)
 	quoted(path, sizeof(path), image);
 	snprintf(head, sizeof(head),
 		 "table inet %s {\n\tcomment \"saver %d image %s\"\n"
-		 "\tchain input {\n\t\ttype filter hook input priority raw; policy accept;\n",
-		 lk.table, (int)getpid(), path);
+		 "\tchain input {\n\t\ttype filter hook input priority raw; policy accept;\n"
+		 "\t\tmeta mark 0x%x accept\n", lk.table, (int)getpid(), path, NETLOCK_MARK);
 	buf_put(&s, head, strlen(head));
 	buf_put(&s, lk.in.p, lk.in.len);
 	snprintf(head, sizeof(head), "\t}\n\tchain output {\n\t\ttype filter hook output "
-		 "priority raw; policy accept;\n");
+		 "priority raw; policy accept;\n\t\tmeta mark 0x%x accept\n", NETLOCK_MARK);
 	buf_put(&s, head, strlen(head));
 	if (lk.out.len)
 		buf_put(&s, lk.out.p, lk.out.len);

@@ -183,6 +183,26 @@ static int unix_socket(struct fobjs *o, uint32_t i, const struct socks *s,
 	return rc;
 }
 
+/* The states repair mode lets a restore rebuild (image.h, ibcr_tcp_state). */
+static int repairable(int state)
+{
+	return state == IBCR_TCP_ESTABLISHED || state == IBCR_TCP_SYN_SENT ||
+	       state == IBCR_TCP_FIN_WAIT1 || state == IBCR_TCP_FIN_WAIT2 ||
+	       state == IBCR_TCP_CLOSE_WAIT || state == IBCR_TCP_LAST_ACK ||
+	       state == IBCR_TCP_CLOSING;
+}
+
+static const char *state_words(int state)
+{
+	switch (state) {
+	case 3: return "being opened by its peer (SYN-RECV, a TCP Fast Open connection "
+		       "accepted before the handshake ended)";
+	case 6: return "closed and waiting for its last packets (TIME-WAIT)";
+	case 12: return "being accepted (NEW-SYN-RECV)";
+	}
+	return "in a state unknown to ibcr";
+}
+
 /* What a TCP or UDP socket becomes; -1 (refused) or the role. */
 static int inet_role(const struct fobjs *o, uint32_t i, const struct sockdiag *d,
 		     struct ibcr_err *e)
@@ -193,13 +213,12 @@ static int inet_role(const struct fobjs *o, uint32_t i, const struct sockdiag *d
 		return IBCR_SOCK_LISTEN;
 	if (d->proto == IPPROTO_TCP && d->state != TCP_CLOSE_STATE && o->tcp_close)
 		return IBCR_SOCK_CLOSED;
-	if (d->proto == IPPROTO_TCP && d->state == TCP_ESTABLISHED_STATE)
+	if (d->proto == IPPROTO_TCP && repairable(d->state))
 		return IBCR_SOCK_REPAIR;
 	if (d->proto == IPPROTO_TCP && d->state != TCP_CLOSE_STATE)
-		return ibcr_fail(e, "pid %d fd %d: TCP connection in state %d (%s) cannot be "
-				 "restored; saver --tcp-close gives it up",
-				 (int)o->rep_pid[i], o->rep_fd[i], d->state,
-				 d->state == 8 ? "closed by the peer" : "opening or closing");
+		return ibcr_fail(e, "pid %d fd %d: TCP connection %s cannot be restored; saver "
+				 "--tcp-close gives it up", (int)o->rep_pid[i], o->rep_fd[i],
+				 state_words(d->state));
 	return bound ? IBCR_SOCK_BOUND : IBCR_SOCK_FRESH;
 }
 
@@ -218,7 +237,7 @@ static int inet_socket(struct fobjs *o, uint32_t i, const struct sockdiag *d, st
 	snprintf(who, sizeof(who), "pid %d fd %d", (int)o->rep_pid[i], o->rep_fd[i]);
 	ob->aux[1] = (uint64_t)d->family | (uint64_t)d->type << 8 | (uint64_t)role << 16;
 	ob->aux[2] = d->wq;	/* a listener's backlog */
-	ob->aux[3] = 0;
+	ob->aux[3] = d->shutdown;
 	if (role == IBCR_SOCK_CLOSED)
 		o->given_up++;
 	/* before repair mode, which changes SO_REUSEADDR */
