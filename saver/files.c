@@ -327,14 +327,14 @@ static int in_image(const struct target *t, uint32_t n, pid_t pid)
  * leads outside; otherwise that end is simply closed (its writer exited,
  * say), and the pipe is restored with the end closed.
  */
-static int held_outside(const struct target *t, uint32_t n, uint64_t ino)
+pid_t held_outside(const struct target *t, uint32_t n, const char *kind, uint64_t ino)
 {
-	char want[32], path[300], link[64];
+	char want[48], path[300], link[64];
 	struct dirent *p, *f;
 	DIR *procs = opendir("/proc"), *fds;
-	int found = 0;
+	pid_t found = 0;
 
-	snprintf(want, sizeof(want), "pipe:[%llu]", (unsigned long long)ino);
+	snprintf(want, sizeof(want), "%s:[%llu]", kind, (unsigned long long)ino);
 	while (procs && !found && (p = readdir(procs))) {
 		pid_t pid = (pid_t)atoi(p->d_name);
 
@@ -348,7 +348,8 @@ static int held_outside(const struct target *t, uint32_t n, uint64_t ino)
 
 			snprintf(path, sizeof(path), "/proc/%d/fd/%s", (int)pid, f->d_name);
 			k = readlink(path, link, sizeof(link) - 1);
-			found = k > 0 && (link[k] = 0, !strcmp(link, want));
+			if (k > 0 && (link[k] = 0, !strcmp(link, want)))
+				found = pid;
 		}
 		closedir(fds);
 	}
@@ -407,7 +408,7 @@ static int settle_stdio(const struct target *t, uint32_t n, struct fobjs *o, uin
  */
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e)
 {
-	if (sockets_finish(o, e))
+	if (sockets_finish(o, e) || net_precheck(t, n, o, e))
 		return -1;
 	for (uint32_t i = 0; i < o->f.nobjs; i++) {
 		struct ibcr_fobj *ob = &o->f.objs[i];
@@ -417,7 +418,7 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 		if (ob->kind != IBCR_FD_PIPE)
 			continue;
 		if ((!has_end(o, ob->aux[0], O_RDONLY) || !has_end(o, ob->aux[0], O_WRONLY)) &&
-		    held_outside(t, n, ob->aux[0])) {
+		    held_outside(t, n, "pipe", ob->aux[0])) {
 			if (high_user(t, n, i, &pid, &fd))
 				return ibcr_fail(e, "pid %d fd %d: pipe (%s) leads to a process "
 						 "outside the checkpoint: not supported",

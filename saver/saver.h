@@ -70,6 +70,12 @@ struct fobjs {
 };
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e);
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e);
+/* A process outside the image with "KIND:[ino]" open (pipe, socket), or 0. */
+pid_t held_outside(const struct target *t, uint32_t n, const char *kind, uint64_t ino);
+
+/* netcheck.c: with --kill, what the restore of the sockets will need */
+int net_precheck(const struct target *t, uint32_t n, const struct fobjs *o,
+		 struct ibcr_err *e);
 
 /* memory.c */
 int capture_memory_map(struct target *t, struct ibcr_err *e);

@@ -222,7 +222,37 @@ static int inet_role(const struct fobjs *o, uint32_t i, const struct sockdiag *d
 	return bound ? IBCR_SOCK_BOUND : IBCR_SOCK_FRESH;
 }
 
-static int inet_socket(struct fobjs *o, uint32_t i, const struct sockdiag *d, struct ibcr_err *e)
+static uint16_t port_of(const struct sockaddr_storage *a)
+{
+	return a->ss_family == AF_INET ? ((const struct sockaddr_in *)a)->sin_port :
+					 ((const struct sockaddr_in6 *)a)->sin6_port;
+}
+
+/*
+ * Connections a listener has not accepted yet cannot be put back in its
+ * queue (only an accept takes one out, and only a handshake puts one in):
+ * they would be reset after the restore. Half-open ones (the client's
+ * last ACK not in yet) likewise. Refused; they last a moment.
+ */
+static int check_backlog(const struct fobjs *o, uint32_t i, const struct socks *s,
+			 const struct sockdiag *d, struct ibcr_err *e)
+{
+	uint32_t half = 0;
+
+	for (size_t k = 0; k < s->n; k++)
+		if (s->d[k].proto == IPPROTO_TCP && (s->d[k].state == 3 || s->d[k].state == 12) &&
+		    s->d[k].family == d->family && port_of(&s->d[k].local) == port_of(&d->local))
+			half++;
+	if (!d->rq && !half)
+		return 0;
+	return ibcr_fail(e, "pid %d fd %d: TCP listener on port %u has %u connection(s) not "
+			 "accepted yet and %u being opened, which a restore cannot give back "
+			 "to it (they would be reset): try again", (int)o->rep_pid[i],
+			 o->rep_fd[i], ntohs(port_of(&d->local)), d->rq, half);
+}
+
+static int inet_socket(struct fobjs *o, uint32_t i, const struct socks *s,
+		       const struct sockdiag *d, struct ibcr_err *e)
 {
 	struct ibcr_fobj *ob = &o->f.objs[i];
 	struct sockaddr_in6 addr[2];
@@ -230,7 +260,7 @@ static int inet_socket(struct fobjs *o, uint32_t i, const struct sockdiag *d, st
 	char who[64];
 	int fd, rc = 0, role = inet_role(o, i, d, e);
 
-	if (role < 0)
+	if (role < 0 || (role == IBCR_SOCK_LISTEN && check_backlog(o, i, s, d, e)))
 		return -1;
 	if ((fd = grab(o->rep_pid[i], o->rep_fd[i], e)) < 0)
 		return -1;
@@ -283,9 +313,42 @@ static int lock_network(struct fobjs *o, const struct socks *s, struct ibcr_err 
 	return netlock_take(o->image ? o->image : "?", o->kill, e);
 }
 
+/*
+ * A socket sock_diag does not list: TCP and UDP sockets that are not
+ * bound yet are in none of the kernel's tables. Its copy tells what it is.
+ */
+static const struct sockdiag *unlisted(const struct fobjs *o, uint32_t i, struct sockdiag *d)
+{
+	int v[3] = { 0, 0, 0 }, opt[3] = { SO_DOMAIN, SO_TYPE, SO_PROTOCOL };
+	struct ibcr_err ignored;
+	int fd = grab(o->rep_pid[i], o->rep_fd[i], &ignored);
+
+	if (fd < 0)
+		return NULL;
+	for (int k = 0; k < 3; k++) {
+		socklen_t l = sizeof(v[k]);
+
+		if (getsockopt(fd, SOL_SOCKET, opt[k], &v[k], &l))
+			v[0] = -1;
+	}
+	close(fd);
+	if ((v[0] != AF_INET && v[0] != AF_INET6) ||
+	    (v[2] != IPPROTO_TCP && v[2] != IPPROTO_UDP))
+		return NULL;
+	memset(d, 0, sizeof(*d));
+	d->ino = o->f.objs[i].aux[0];
+	d->family = v[0];
+	d->type = v[1];
+	d->proto = v[2];
+	d->state = TCP_CLOSE_STATE;
+	d->local.ss_family = d->remote.ss_family = (sa_family_t)v[0];
+	return d;
+}
+
 int sockets_finish(struct fobjs *o, struct ibcr_err *e)
 {
 	struct socks s = { NULL, 0 };
+	struct sockdiag fresh;
 	int rc = 0;
 
 	for (uint32_t i = 0; i < o->f.nobjs && !s.d; i++)
@@ -302,6 +365,8 @@ int sockets_finish(struct fobjs *o, struct ibcr_err *e)
 		if (ob->kind != IBCR_FD_UNIX || ob->aux[1])
 			continue;
 		d = find(&s, ob->aux[0]);
+		if (!d)
+			d = unlisted(o, i, &fresh);
 		if (!d) {
 			ob->kind = IBCR_FD_STDIO;	/* netlink, packet...: see below */
 			ob->aux[1] = 1;
@@ -311,7 +376,7 @@ int sockets_finish(struct fobjs *o, struct ibcr_err *e)
 			rc = unix_socket(o, i, &s, d, e);
 		else {
 			ob->kind = IBCR_FD_INET;
-			rc = inet_socket(o, i, d, e);
+			rc = inet_socket(o, i, &s, d, e);
 		}
 		if (rc > 0) {	/* leads outside: a std stream, if only on 0-2 */
 			ob->kind = IBCR_FD_STDIO;

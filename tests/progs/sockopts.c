@@ -14,7 +14,9 @@
  *   a UDP socket (non-blocking) with SO_BROADCAST, SO_RCVTIMEO,
  *      multicast settings, IP_RECVERR, IP_PKTINFO, SO_TIMESTAMP;
  *   an IPv6 listener on ::1 with IPV6_V6ONLY, IPV6_TCLASS, IPV6_UNICAST_HOPS;
- *   a UNIX datagram pair (non-blocking) with SO_PASSCRED and SO_SNDBUF.
+ *   a UNIX datagram pair (non-blocking) with SO_PASSCRED and SO_SNDBUF;
+ *   a TCP and a UDP socket never bound (in none of the kernel's tables),
+ *      with TCP_NODELAY and SO_BROADCAST.
  *
  * "tick N pid P" per tick, "DONE" at the end; a changed option or flag,
  * or a ping-pong that fails, is a FAIL line and exit 1.
@@ -204,6 +206,16 @@ static void ipv6_listener(void)
 	IOPT(l, IPPROTO_IPV6, IPV6_UNICAST_HOPS, 20);
 }
 
+static void unbound(void)
+{
+	int t = tcp_socket(AF_INET), u = socket(AF_INET6, SOCK_DGRAM, 0);
+
+	if (u < 0)
+		fail("udp6");
+	IOPT(t, IPPROTO_TCP, TCP_NODELAY, 1);
+	IOPT(u, SOL_SOCKET, SO_BROADCAST, 1);
+}
+
 static void unix_pair(void)
 {
 	int sv[2];
@@ -241,6 +253,7 @@ int main(int argc, char **argv)
 	udp_socket();
 	ipv6_listener();
 	unix_pair();
+	unbound();
 	last = dup(0) - 1;
 	close(last + 1);
 	for (int fd = 3; fd <= last && fd < 64; fd++)
