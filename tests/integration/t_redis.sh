@@ -31,7 +31,6 @@ before=$(last_tick "$T/client.out")
 sleep 3	# the server is away for a while: the client must wait, not fail
 grep -q FAIL "$T/client.out" && fail "while the server was away: $(grep FAIL "$T/client.out")"
 [ "$(last_tick "$T/client.out")" = "$before" ] || fail "answers came while the server was away"
-[ "$(dropped "$table")" -gt 0 ] || fail "the lock dropped nothing: the client sent nothing?"
 restart "$T/img.ckpt"
 expect_pid "$pid" "$RPID"
 client_done "$cpid" "$T/client.out"
