@@ -249,8 +249,9 @@ enum ibcr_fd_kind {
 				/* | type << 8 | role << 16, aux[2] backlog, */
 				/* aux[3] shutdown (1 reading, 2 writing: */
 				/* IBCR_SHUT_*); data: local and remote address */
-				/* (struct sockaddr_in6 room each); options in */
-				/* the SOCKOPTS section */
+				/* (struct sockaddr_in6 room each), then for UDP */
+				/* the datagrams waiting (struct ibcr_dgram); */
+				/* options in the SOCKOPTS section */
 	IBCR_FD_PTMX = 18,	/* pty master: aux[0] its index at the checkpoint; */
 				/* data: struct ibcr_pty, then the output that */
 				/* waited for the master's reader */
@@ -267,6 +268,18 @@ struct ibcr_pty {
 	uint16_t rows, cols, xpixel, ypixel;	/* window size */
 	uint32_t locked;	/* the slave is locked (TIOCGPTLCK) */
 	uint32_t pending;	/* bytes of output that follow */
+};
+
+/*
+ * A datagram that waited in a UDP socket: in its FILEOBJS data after the
+ * two addresses, one after another, each this header, `len` bytes, zero
+ * padding to 8. The restore hands each in again from its sender's
+ * address (loader/inject.c).
+ */
+struct ibcr_dgram {
+	uint32_t len;
+	uint32_t pad;
+	uint8_t from[32];	/* the sender: struct sockaddr_in or sockaddr_in6 */
 };
 
 /* A socket's shut down directions (sk_shutdown). */

@@ -60,9 +60,11 @@ int tcp_replay(const struct ibcr_files *f, const int *fds, struct ibcr_err *e);
 int tcp_fin_in_repair(int s, const struct ibcr_tcp *t);
 int tcp_fin_after_data(int s, const struct ibcr_tcp *t);
 struct sockaddr_in6;
-/* tcpfin.c: the peer's FIN (or ACK), from its address, into the restored socket */
+/* inject.c: packets from a peer into a restored socket, past the lock */
 int tcp_send_fin(const struct sockaddr_in6 *local, const struct sockaddr_in6 *peer,
 		 uint32_t seq, uint32_t ack, uint16_t window, int fin);
+int udp_send_again(const struct sockaddr_in6 *local, const struct sockaddr_in6 *from,
+		   const uint8_t *data, uint32_t len);
 
 /* preflight.c: checks that need no change to anything */
 int preflight(struct restore *rs, struct ibcr_err *e);
@@ -85,6 +87,10 @@ int sockopt_after_repair(int s, uint32_t obj, const struct ibcr_files *f,
 
 /* buffer sizes and their locks as saved, after the queues were refilled */
 int sockopt_buffers(int s, uint32_t obj, const struct ibcr_files *f, struct ibcr_err *e);
+
+/* udp.c: the datagrams that waited in UDP socket i, handed in again */
+int udp_refill(int s, const struct ibcr_files *f, uint32_t i, const struct sockaddr_in6 *local,
+	       struct ibcr_err *e);
 
 /* sockets.c: a socket object, opened by objects_open */
 int sock_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e);

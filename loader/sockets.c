@@ -196,7 +196,8 @@ static int inet_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 	struct sockaddr_in6 addr[2];
 	socklen_t len = family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(addr[0]);
 
-	if (o->data_len < sizeof(addr) || (o->data_len != sizeof(addr) && role != IBCR_SOCK_REPAIR))
+	if (o->data_len < sizeof(addr) ||
+	    (o->data_len != sizeof(addr) && role != IBCR_SOCK_REPAIR && type != SOCK_DGRAM))
 		return ibcr_fail(e, "socket object %u is malformed", i);
 	memcpy(addr, f->data[i], sizeof(addr));
 	s = socket(family, type | SOCK_CLOEXEC, 0);
@@ -247,6 +248,10 @@ static int inet_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 		return -1;
 	}
 	if (sockopt_apply(s, i, f, 1, e)) {
+		close(s);
+		return -1;
+	}
+	if (type == SOCK_DGRAM && udp_refill(s, f, i, &addr[0], e)) {
 		close(s);
 		return -1;
 	}

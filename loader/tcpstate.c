@@ -11,8 +11,8 @@
  *                chosen when the FIN had left (it counts as sent and is
  *                sent again when due), normally after the bytes not sent
  *                yet when it had not
- *   acknowledged (FIN-WAIT-2) the peer's ACK handed in again (tcpfin.c)
- *   a FIN received  the peer's FIN handed in again (tcpfin.c)
+ *   acknowledged (FIN-WAIT-2) the peer's ACK handed in again (inject.c)
+ *   a FIN received  the peer's FIN handed in again (inject.c)
  *
  * in the order they happened (LAST-ACK: received, then sent; CLOSING:
  * sent, then received).
@@ -72,7 +72,7 @@ static int tcp_state(int s)
 }
 
 /*
- * The peer's FIN again, or its ACK of the FIN sent again (tcpfin.c),
+ * The peer's FIN again, or its ACK of the FIN sent again (inject.c),
  * taken once the socket's state moves on. A FIN may have come in already,
  * with both ends in the image, from the other end's own replay: then
  * there is nothing to hand in.

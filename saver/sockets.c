@@ -96,41 +96,53 @@ static void put(struct buf *b, const void *p, size_t n)
 }
 
 /*
- * What waits in the receive queue, without taking it: MSG_PEEK, with a
- * peek offset walking message by message for datagrams; the socket's own
- * peek offset is put back as it was.
+ * What waits in the receive queue, without taking it: MSG_PEEK, with the
+ * socket's peek offset walking through it (a datagram at a time, or a
+ * buffer's worth of a stream), put back as it was afterwards. Datagrams
+ * keep their boundaries (UNIX: u32 length and bytes each) and, for UDP,
+ * their senders (struct ibcr_dgram).
  */
 static int peek_queue(int s, const struct sockdiag *d, struct buf *b, struct ibcr_err *e)
 {
-	int old = -1, zero = 0;
+	int old = -1, udp = d->family != AF_UNIX;
 	socklen_t ol = sizeof(old);
 	static uint8_t msg[1 << 20];
 
 	if (!d->rq)
 		return 0;	/* (a datagram socket: the first message's length) */
-	if (d->type == SOCK_STREAM) {
-		ssize_t k = recv(s, msg, sizeof(msg), MSG_PEEK | MSG_DONTWAIT);
-
-		if (k < 0)
-			return ibcr_fail_errno(e, errno, "socket %llu: peeking at its data",
-					       (unsigned long long)d->ino);
-		put(b, msg, (size_t)k);
-		return 0;
-	}
+	/*
+	 * The first without a peek offset: a walk from offset 0 passes over
+	 * an empty datagram peeked at before (a kernel rule), which an
+	 * offset-less peek returns; peeking marks it, so the walk from 0
+	 * then starts past it.
+	 */
 	getsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &old, &ol);
-	if (setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof(zero)))
+	if (setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &(int){ d->type == SOCK_STREAM ? 0 : -1 },
+		       sizeof(int)))
 		return ibcr_fail_errno(e, errno, "socket %llu: SO_PEEK_OFF",
 				       (unsigned long long)d->ino);
-	/* every message, until the peek offset runs past the last one */
-	for (uint32_t m = 0; m < 1u << 20; m++) {
-		ssize_t k = recv(s, msg, sizeof(msg), MSG_PEEK | MSG_DONTWAIT);
-		uint32_t len;
+	/* then until the peek offset runs past the end */
+	for (uint32_t m = 0; m < 1u << 24; m++) {
+		struct ibcr_dgram h = { 0 };
+		struct iovec v = { msg, sizeof(msg) };
+		struct msghdr mh = { .msg_name = h.from, .msg_namelen = sizeof(h.from),
+				     .msg_iov = &v, .msg_iovlen = 1 };
+		ssize_t k = recvmsg(s, &mh, MSG_PEEK | MSG_DONTWAIT);
 
-		if (k < 0)
+		if (k < 0 || (k == 0 && d->type == SOCK_STREAM))
 			break;
-		len = (uint32_t)k;
-		put(b, &len, 4);
-		put(b, msg, len);
+		h.len = (uint32_t)k;
+		if (udp)
+			put(b, &h, sizeof(h));
+		else if (d->type != SOCK_STREAM)
+			put(b, &h.len, 4);
+		put(b, msg, h.len);
+		if (udp && h.len % 8)
+			put(b, (const uint8_t[8]){ 0 }, 8 - h.len % 8);
+		if (m == 0 && d->type != SOCK_STREAM &&
+		    setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &h.len, sizeof(h.len)))
+			return ibcr_fail_errno(e, errno, "socket %llu: SO_PEEK_OFF",
+					       (unsigned long long)d->ino);
 	}
 	setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &old, sizeof(old));
 	return 0;
@@ -283,6 +295,8 @@ static int inet_socket(struct fobjs *o, uint32_t i, const struct socks *s,
 	buf_put(&b, addr, sizeof(addr));
 	if (role == IBCR_SOCK_REPAIR && tcp_capture(o->rep_pid[i], o->rep_fd[i], fd, &b, e))
 		rc = -1;
+	if (!rc && d->proto == IPPROTO_UDP)
+		rc = peek_queue(fd, d, &b, e);
 	close(fd);
 	o->f.data[i] = b.p;
 	ob->data_len = b.len;
