@@ -248,6 +248,30 @@ static int owner_alive(const char *table)
 	return !strncmp(comm, "saver", 5);
 }
 
+/* One lock: kept while its saver runs or its image holds it, else removed. */
+static int unlock_one(const char *table, struct ibcr_err *e)
+{
+	char image[400];
+
+	if (owner_alive(table)) {
+		printf("%s: kept, its saver is still at work\n", table);
+		return 0;
+	}
+	if (table_image(table, image, sizeof(image), e))
+		return -1;
+	if (image_holds(image, table)) {
+		printf("%s: kept, it holds the connections of %s (restart-loader "
+		       "--unlock-net %s lets them go)\n", table, image, image);
+		return 0;
+	}
+	if (netlock_drop(table, e))
+		return -1;
+	printf("%s: removed (no image holds it: %s%s)\n", table,
+	       image[0] ? image : "its image is unknown",
+	       image[0] ? " is gone or is another checkpoint's" : "");
+	return 0;
+}
+
 int netlock_unlock_stale(void)
 {
 	const char *argv[] = { "nft", "list", "tables", NULL };
@@ -260,26 +284,14 @@ int netlock_unlock_stale(void)
 		return 1;
 	}
 	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char table[64], image[400];
+		char table[64];
 
 		if (sscanf(line, "table inet %63s", table) != 1 || !netlock_name_ok(table))
 			continue;
 		n++;
-		if (owner_alive(table)) {
-			printf("%s: kept, its saver is still at work\n", table);
-		} else if (table_image(table, image, sizeof(image), &e)) {
+		if (unlock_one(table, &e)) {
 			fprintf(stderr, "saver: --unlock-net: %s\n", e.msg);
 			rc = 1;
-		} else if (image_holds(image, table)) {
-			printf("%s: kept, it holds the connections of %s (restart-loader "
-			       "--unlock-net %s lets them go)\n", table, image, image);
-		} else if (netlock_drop(table, &e)) {
-			fprintf(stderr, "saver: --unlock-net: %s\n", e.msg);
-			rc = 1;
-		} else {
-			printf("%s: removed (no image holds it: %s%s)\n", table,
-			       image[0] ? image : "its image is unknown",
-			       image[0] ? " is gone or is another checkpoint's" : "");
 		}
 	}
 	if (!n)

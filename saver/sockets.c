@@ -104,7 +104,7 @@ static void put(struct buf *b, const void *p, size_t n)
  */
 static int peek_queue(int s, const struct sockdiag *d, struct buf *b, struct ibcr_err *e)
 {
-	int old = -1, udp = d->family != AF_UNIX;
+	int old = -1, udp = d->family != AF_UNIX, start = d->type == SOCK_STREAM ? 0 : -1;
 	socklen_t ol = sizeof(old);
 	static uint8_t msg[1 << 20];
 
@@ -117,8 +117,7 @@ static int peek_queue(int s, const struct sockdiag *d, struct buf *b, struct ibc
 	 * then starts past it.
 	 */
 	getsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &old, &ol);
-	if (setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &(int){ d->type == SOCK_STREAM ? 0 : -1 },
-		       sizeof(int)))
+	if (setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &start, sizeof(start)))
 		return ibcr_fail_errno(e, errno, "socket %llu: SO_PEEK_OFF",
 				       (unsigned long long)d->ino);
 	/* then until the peek offset runs past the end */
@@ -251,7 +250,7 @@ static int check_backlog(const struct fobjs *o, uint32_t i, const struct socks *
 {
 	uint32_t half = 0;
 
-	for (size_t k = 0; k < s->n; k++)
+	for (size_t k = 0; s->d && k < s->n; k++)
 		if (s->d[k].proto == IPPROTO_TCP && (s->d[k].state == 3 || s->d[k].state == 12) &&
 		    s->d[k].family == d->family && port_of(&s->d[k].local) == port_of(&d->local))
 			half++;
