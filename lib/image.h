@@ -240,11 +240,11 @@ enum ibcr_fd_kind {
 				/* restarting loader's controlling terminal; */
 				/* on fds 0-2 like IBCR_FD_STDIO */
 	IBCR_FD_UNIX = 16,	/* UNIX socket: aux[0] inode, aux[1] type | */
-				/* role << 8 (enum ibcr_sock_role), aux[2] peer */
-				/* inode, aux[3] backlog; path = bound name */
-				/* ("@..." abstract); data: u32 length and the */
-				/* peer's name, then what waits in its receive */
-				/* queue (stream: bytes; else u32 length, message) */
+				/* role << 8 (enum ibcr_sock_role) | shutdown */
+				/* << 16 (IBCR_SHUT_*), aux[2] peer inode, aux[3] */
+				/* backlog (a listener) or the listener's object */
+				/* (IBCR_SOCK_PENDING); path = bound name ("@..." */
+				/* abstract); data: struct ibcr_unix */
 	IBCR_FD_INET = 17,	/* TCP or UDP socket: aux[0] inode, aux[1] family */
 				/* | type << 8 | role << 16, aux[2] backlog, */
 				/* aux[3] shutdown (1 reading, 2 writing: */
@@ -282,6 +282,35 @@ struct ibcr_dgram {
 	uint8_t from[32];	/* the sender: struct sockaddr_in or sockaddr_in6 */
 };
 
+/*
+ * A UNIX socket's FILEOBJS data: this header, the peer's name (peer_len
+ * bytes, its NUL included), zero padding to 8; a listener's connections
+ * not accepted yet (npending u32: their clients' objects, in the queue's
+ * order), padding to 8; then what waits in its receive queue, nmsgs
+ * records in order: struct ibcr_unix_msg, its descriptors in flight
+ * (nfds u32: objects of FILEOBJS, which need no process to hold them),
+ * padding to 8, its len bytes, padding to 8. A stream's queue is cut
+ * where the kernel's own reads stop: at descriptors, at other credentials.
+ */
+struct ibcr_unix {
+	uint32_t peer_len;
+	uint32_t npending;
+	uint32_t nmsgs;
+	uint32_t flags;		/* IBCR_UNIXF_* */
+};
+
+#define IBCR_UNIXF_DELETED 0x1	/* its bound file was deleted: removed again */
+				/* once the restored socket is bound */
+
+struct ibcr_unix_msg {
+	uint32_t len;
+	uint32_t nfds;		/* SCM_RIGHTS */
+	int32_t pid;		/* the sender's credentials (SCM_CREDENTIALS) */
+	uint32_t uid, gid;
+	uint32_t from_len;	/* datagrams: the sender's name's bytes, 0: unnamed */
+	char from[112];		/* its sun_path as received (abstract: a NUL first) */
+};
+
 /* A socket's shut down directions (sk_shutdown). */
 #define IBCR_SHUT_RD 1
 #define IBCR_SHUT_WR 2
@@ -299,6 +328,9 @@ enum ibcr_sock_role {
 				/* the addresses are followed by struct */
 				/* ibcr_tcp, the received bytes not read (inq) */
 				/* and the bytes to send (outq) */
+	IBCR_SOCK_PENDING = 6,	/* UNIX, connected to a listener (object aux[3]) */
+				/* that had not accepted it yet: connected again */
+				/* in the listener's queue order */
 };
 
 /*

@@ -92,6 +92,30 @@ int sockopt_buffers(int s, uint32_t obj, const struct ibcr_files *f, struct ibcr
 int udp_refill(int s, const struct ibcr_files *f, uint32_t i, const struct sockaddr_in6 *local,
 	       struct ibcr_err *e);
 
+/* unix.c, unixq.c: UNIX sockets (sock_open returns UNIX_LATER for one */
+/* made by unix_pending), their queues refilled once the processes exist */
+#define UNIX_LATER (-2)
+struct unix_data {	/* an object's data, laid out (image.h, struct ibcr_unix) */
+	struct ibcr_unix h;
+	const char *peer;
+	const uint32_t *pending;
+	const uint8_t *msgs, *end;
+};
+struct pidmap {		/* saved pids and the restored processes' own */
+	uint32_t n;
+	const int32_t *old, *now;
+};
+struct sockaddr_un;
+int unix_layout(const struct ibcr_files *f, uint32_t i, struct unix_data *u);
+socklen_t unix_address(const char *name, struct sockaddr_un *a);
+long unix_peer_object(const struct ibcr_files *f, uint32_t i);
+int unix_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e);
+int unix_pending(const struct ibcr_files *f, int *fds, int base, struct ibcr_err *e);
+int unix_gone_end(uint32_t obj);
+void unix_gone_close(void);
+int unix_refill(const struct ibcr_files *f, const int *fds, const struct pidmap *pm,
+		struct ibcr_err *e);
+
 /* sockets.c: a socket object, opened by objects_open */
 int sock_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e);
 

@@ -330,6 +330,24 @@ static int fd_base(const struct job *j, uint32_t n)
 	return base;
 }
 
+/* UNIX queues, once the processes exist: their pids are the credentials'. */
+static int refill_unix(const struct job *j, uint32_t n, const struct ibcr_files *f,
+		       const int *fds, struct ibcr_err *e)
+{
+	int32_t *old = xcalloc(n + 1, sizeof(int32_t)), *now = xcalloc(n + 1, sizeof(int32_t));
+	struct pidmap pm = { n, old, now };
+	int rc;
+
+	for (uint32_t i = 0; i < n; i++) {
+		old[i] = j[i].ps.rec.pid;
+		now[i] = j[i].child > 0 ? j[i].child : j[i].ps.rec.pid;
+	}
+	rc = unix_refill(f, fds, &pm, e);
+	free(old);
+	free(now);
+	return rc;
+}
+
 /* --unlock-net: the image's connections are given up; their peers may go on. */
 static int unlock_net(const struct ibcr_netlock *lock, int locked, const char *image)
 {
@@ -439,7 +457,8 @@ int main(int argc, char **argv)
 	}
 	t_filled = now_ms();
 	/* every process is ready: connections go live, their packets flow again */
-	if (tcp_finish(&files, obj_fds, &e) || tcp_replay(&files, obj_fds, &e)) {
+	if (refill_unix(j, r.hdr.nprocs, &files, obj_fds, &e) ||
+	    tcp_finish(&files, obj_fds, &e) || tcp_replay(&files, obj_fds, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		kill_all(j, r.hdr.nprocs);
 		return 1;

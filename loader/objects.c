@@ -145,6 +145,8 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		case IBCR_FD_UNIX:
 		case IBCR_FD_INET:
 			fd = sock_open(f, i, fds, e);
+			if (fd == UNIX_LATER)
+				continue;	/* made by unix_pending */
 			break;
 		case IBCR_FD_PTS:
 			fd = pts_open(f, i, fds, e);
@@ -169,6 +171,8 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 	}
 	if (keeper >= 0)
 		close(keeper);
+	if (!rc)
+		rc = unix_pending(f, fds, base, e);
 	*out = fds;
 	return rc;
 }

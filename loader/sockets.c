@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * Sockets, opened by the loader with the other file objects: a UNIX pair
- * is made once, both ends, with what waited in each end written back
- * from the other (a gone peer's end is closed afterwards); listeners are
- * bound and listen again (a stale UNIX socket file left by the killed
- * process is replaced, a live one is not); bound and datagram sockets are
- * bound and reconnected by name; a TCP connection given up at checkpoint
- * (--tcp-close) is a fresh socket, unconnected.
+ * Sockets, opened by the loader with the other file objects: UNIX ones
+ * by unix.c; TCP and UDP ones here: listeners and bound sockets are bound
+ * (and listen) again, datagram sockets reconnected, connections taken
+ * over by tcp.c, a TCP connection given up at checkpoint (--tcp-close)
+ * is a fresh socket, unconnected.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -24,150 +22,6 @@
 #include "sockdiag.h"
 
 #define STATUS_FLAGS (O_NONBLOCK | O_ASYNC)
-
-static socklen_t unix_addr(const char *name, struct sockaddr_un *a)
-{
-	size_t n = strlen(name);
-
-	memset(a, 0, sizeof(*a));
-	a->sun_family = AF_UNIX;
-	if (n >= sizeof(a->sun_path))
-		n = sizeof(a->sun_path) - 1;
-	memcpy(a->sun_path, name, n);
-	if (name[0] == '@')
-		a->sun_path[0] = 0;	/* abstract */
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + (name[0] != '@'));
-}
-
-/* Binds to `name`; a socket file nobody listens on any more is replaced. */
-static int bind_unix(int s, const char *name, struct ibcr_err *e)
-{
-	struct sockaddr_un a;
-	socklen_t len = unix_addr(name, &a);
-
-	if (bind(s, (struct sockaddr *)&a, len) == 0)
-		return 0;
-	if (errno == EADDRINUSE && name[0] == '/') {
-		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		int live = probe >= 0 && connect(probe, (struct sockaddr *)&a, len) == 0;
-
-		if (probe >= 0)
-			close(probe);
-		if (!live && !unlink(name) && bind(s, (struct sockaddr *)&a, len) == 0)
-			return 0;
-	}
-	return ibcr_fail_errno(e, errno, "binding UNIX socket %s", name);
-}
-
-/* Data: u32 length, the peer's name; then the queue (see image.h). */
-static const uint8_t *peer_name(const struct ibcr_files *f, uint32_t i, const char **name)
-{
-	const uint8_t *d = f->data[i];
-	uint32_t len;
-
-	*name = "";
-	if (!d || f->objs[i].data_len < 4)
-		return d;
-	memcpy(&len, d, 4);
-	if (len > f->objs[i].data_len - 4)
-		return d + 4;
-	*name = (const char *)d + 4;
-	return d + 4 + len;
-}
-
-/* What waited in object i's receive queue, sent from the other end. */
-static int refill(const struct ibcr_files *f, uint32_t i, int from, struct ibcr_err *e)
-{
-	const char *ignored;
-	const uint8_t *q = peer_name(f, i, &ignored), *end;
-	int type = (int)(f->objs[i].aux[1] & 0xff);
-
-	if (!q)
-		return 0;
-	end = f->data[i] + f->objs[i].data_len;
-	while (q < end) {
-		uint32_t len = (uint32_t)(end - q);
-
-		if (type != SOCK_STREAM) {
-			memcpy(&len, q, 4);
-			q += 4;
-		}
-		if (len > (uint64_t)(end - q) || send(from, q, len, MSG_DONTWAIT) != (ssize_t)len)
-			return ibcr_fail_errno(e, errno, "socket %s: putting back its %u bytes",
-					       f->paths[i], len);
-		q += len;
-	}
-	return 0;
-}
-
-static long peer_index(const struct ibcr_files *f, uint32_t i)
-{
-	for (uint32_t k = 0; k < f->nobjs; k++)
-		if (k != i && f->objs[k].kind == IBCR_FD_UNIX &&
-		    f->objs[k].aux[0] == f->objs[i].aux[2])
-			return k;
-	return -1;
-}
-
-static int unix_pair(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e)
-{
-	int type = (int)(f->objs[i].aux[1] & 0xff), sv[2];
-	long p = peer_index(f, i);
-
-	if (fds[i] >= 0)
-		return fds[i];	/* made with its peer, which came first */
-	if (socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv))
-		return ibcr_fail_errno(e, errno, "creating a UNIX socket pair");
-	/* options first: the buffer sizes bound what the queues may hold */
-	if (sockopt_apply(sv[0], i, f, 0, e) ||
-	    (p >= 0 && sockopt_apply(sv[1], (uint32_t)p, f, 0, e)) ||
-	    refill(f, i, sv[1], e) || (p >= 0 && refill(f, (uint32_t)p, sv[0], e)) ||
-	    sockopt_apply(sv[0], i, f, 1, e) ||
-	    (p >= 0 && sockopt_apply(sv[1], (uint32_t)p, f, 1, e)))
-		return -1;
-	if (p >= 0)
-		fds[p] = sv[1];	/* picked up when the loop reaches it */
-	else
-		close(sv[1]);	/* its peer was gone at checkpoint */
-	return sv[0];
-}
-
-static int unix_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e)
-{
-	const struct ibcr_fobj *o = &f->objs[i];
-	int type = (int)(o->aux[1] & 0xff), role = (int)((o->aux[1] >> 8) & 0xff), s;
-	const char *peer;
-
-	if (role == IBCR_SOCK_PAIR)
-		return unix_pair(f, i, fds, e);
-	s = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return ibcr_fail_errno(e, errno, "creating a UNIX socket");
-	if (sockopt_apply(s, i, f, 0, e))
-		goto fail;
-	if (f->paths[i][0] && bind_unix(s, f->paths[i], e))
-		goto fail;
-	if (role == IBCR_SOCK_LISTEN && listen(s, o->aux[3] ? (int)o->aux[3] : 128)) {
-		ibcr_fail_errno(e, errno, "listening on %s", f->paths[i]);
-		goto fail;
-	}
-	peer_name(f, i, &peer);
-	if (role == IBCR_SOCK_BOUND && peer[0]) {
-		struct sockaddr_un a;
-		socklen_t len = unix_addr(peer, &a);
-
-		if (connect(s, (struct sockaddr *)&a, len)) {
-			ibcr_fail_errno(e, errno, "reconnecting a datagram socket to %s", peer);
-			goto fail;
-		}
-	}
-	if (sockopt_apply(s, i, f, 1, e))
-		goto fail;
-	return s;
-fail:
-	close(s);
-	return -1;
-}
 
 /*
  * The port was the process's; connections that it or others closed since
@@ -269,6 +123,8 @@ int sock_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err 
 {
 	int s = f->objs[i].kind == IBCR_FD_UNIX ? unix_open(f, i, fds, e) : inet_open(f, i, e);
 
+	if (s == UNIX_LATER)
+		return s;
 	if (s >= 0 && fcntl(s, F_SETFL, f->objs[i].flags & STATUS_FLAGS) < 0) {
 		close(s);
 		return ibcr_fail_errno(e, errno, "socket %s: setting its flags", f->paths[i]);

@@ -232,6 +232,16 @@ static int capture_fd(struct target *t, struct fobjs *o, int fd, struct ibcr_fd 
 	return capture_state(t->pid, fd, o, r->obj, e);
 }
 
+int files_add_held(struct fobjs *o, int fd, uint32_t *obj, struct ibcr_err *e)
+{
+	struct target self = { .pid = getpid(), .memfd = -1 };
+	struct ibcr_fd r = { 0 };
+	int rc = capture_fd(&self, o, fd, &r, e);
+
+	*obj = r.obj;
+	return rc ? -1 : 0;
+}
+
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e)
 {
 	struct ibcr_process_state *ps = &t->ps;

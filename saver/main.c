@@ -225,6 +225,7 @@ static void release_all(struct target *t, uint32_t n, int how, const char *image
 	/* TCP connections leave repair mode before the processes run on */
 	tcp_release(how == RELEASE_KILL);
 	netlock_release(how == RELEASE_KILL, image);
+	unix_release();
 	for (uint32_t i = 0; i < n; i++)
 		target_release(&t[i], how);
 	for (uint32_t i = 0; i < n && how == RELEASE_KILL; i++)

@@ -70,6 +70,11 @@ struct fobjs {
 };
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e);
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e);
+/*
+ * A descriptor of the saver's own that the image holds without any of its
+ * processes (one in flight in a socket): its object, shared or new.
+ */
+int files_add_held(struct fobjs *o, int fd, uint32_t *obj, struct ibcr_err *e);
 /* A process outside the image with "KIND:[ino]" open (pipe, socket), or 0. */
 pid_t held_outside(const struct target *t, uint32_t n, const char *kind, uint64_t ino);
 
@@ -106,6 +111,8 @@ int verbs_write_section(struct target *t, uint32_t proc, struct img_writer *w,
 
 /* sockets.c: every socket's final kind, state and queued bytes */
 int sockets_finish(struct fobjs *o, struct ibcr_err *e);
+/* unix.c: the descriptors it took from UNIX sockets' queues, closed */
+void unix_release(void);
 /* tcp.c: established TCP connections, in repair mode until released */
 struct buf;
 int tcp_capture(pid_t pid, int fd, int s, struct buf *b, struct ibcr_err *e);

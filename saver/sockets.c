@@ -29,17 +29,13 @@
 #include "buf.h"
 #include "saver.h"
 #include "sockdiag.h"
+#include "sockets.h"
 
 #define TCP_ESTABLISHED_STATE 1
 #define TCP_CLOSE_STATE 7
 #define TCP_LISTEN_STATE 10
 
-struct socks {
-	struct sockdiag *d;
-	size_t n;
-};
-
-static const struct sockdiag *find(const struct socks *s, uint64_t ino)
+const struct sockdiag *sock_find(const struct socks *s, uint64_t ino)
 {
 	for (size_t i = 0; i < s->n; i++)
 		if (s->d[i].ino == ino)
@@ -67,8 +63,7 @@ static int dump_all(struct socks *s, struct ibcr_err *e)
 	return 0;
 }
 
-/* A descriptor of ours for the same socket. */
-static int grab(pid_t pid, int fd, struct ibcr_err *e)
+int sock_grab(pid_t pid, int fd, struct ibcr_err *e)
 {
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0), got;
 
@@ -82,12 +77,13 @@ static int grab(pid_t pid, int fd, struct ibcr_err *e)
 	return got;
 }
 
-static int in_image(const struct fobjs *o, uint64_t ino)
+long sock_object(const struct fobjs *o, uint64_t ino)
 {
 	for (uint32_t i = 0; i < o->f.nobjs; i++)
-		if (o->f.objs[i].kind == IBCR_FD_UNIX && o->f.objs[i].aux[0] == ino)
-			return 1;
-	return 0;
+		if ((o->f.objs[i].kind == IBCR_FD_UNIX || o->f.objs[i].kind == IBCR_FD_INET) &&
+		    o->f.objs[i].aux[0] == ino)
+			return i;
+	return -1;
 }
 
 static void put(struct buf *b, const void *p, size_t n)
@@ -96,31 +92,28 @@ static void put(struct buf *b, const void *p, size_t n)
 }
 
 /*
- * What waits in the receive queue, without taking it: MSG_PEEK, with the
- * socket's peek offset walking through it (a datagram at a time, or a
- * buffer's worth of a stream), put back as it was afterwards. Datagrams
- * keep their boundaries (UNIX: u32 length and bytes each) and, for UDP,
- * their senders (struct ibcr_dgram).
+ * The datagrams waiting in a UDP socket, without taking them: MSG_PEEK,
+ * with the socket's peek offset walking through them, put back as it was
+ * afterwards; each with its sender (struct ibcr_dgram).
  */
 static int peek_queue(int s, const struct sockdiag *d, struct buf *b, struct ibcr_err *e)
 {
-	int old = -1, udp = d->family != AF_UNIX, start = d->type == SOCK_STREAM ? 0 : -1;
+	int old = -1, start = -1;
 	socklen_t ol = sizeof(old);
-	static uint8_t msg[1 << 20];
+	static uint8_t msg[1 << 16];
 
 	if (!d->rq)
-		return 0;	/* (a datagram socket: the first message's length) */
+		return 0;
 	/*
 	 * The first without a peek offset: a walk from offset 0 passes over
 	 * an empty datagram peeked at before (a kernel rule), which an
-	 * offset-less peek returns; peeking marks it, so the walk from 0
-	 * then starts past it.
+	 * offset-less peek returns; peeking marks it, so the walk from its
+	 * end then starts past it.
 	 */
 	getsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &old, &ol);
 	if (setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &start, sizeof(start)))
 		return ibcr_fail_errno(e, errno, "socket %llu: SO_PEEK_OFF",
 				       (unsigned long long)d->ino);
-	/* then until the peek offset runs past the end */
 	for (uint32_t m = 0; m < 1u << 24; m++) {
 		struct ibcr_dgram h = { 0 };
 		struct iovec v = { msg, sizeof(msg) };
@@ -128,70 +121,19 @@ static int peek_queue(int s, const struct sockdiag *d, struct buf *b, struct ibc
 				     .msg_iov = &v, .msg_iovlen = 1 };
 		ssize_t k = recvmsg(s, &mh, MSG_PEEK | MSG_DONTWAIT);
 
-		if (k < 0 || (k == 0 && d->type == SOCK_STREAM))
+		if (k < 0)
 			break;
 		h.len = (uint32_t)k;
-		if (udp)
-			put(b, &h, sizeof(h));
-		else if (d->type != SOCK_STREAM)
-			put(b, &h.len, 4);
+		put(b, &h, sizeof(h));
 		put(b, msg, h.len);
-		if (udp && h.len % 8)
+		if (h.len % 8)
 			put(b, (const uint8_t[8]){ 0 }, 8 - h.len % 8);
-		if (m == 0 && d->type != SOCK_STREAM &&
-		    setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &h.len, sizeof(h.len)))
+		if (m == 0 && setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &h.len, sizeof(h.len)))
 			return ibcr_fail_errno(e, errno, "socket %llu: SO_PEEK_OFF",
 					       (unsigned long long)d->ino);
 	}
 	setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &old, sizeof(old));
 	return 0;
-}
-
-static int unix_socket(struct fobjs *o, uint32_t i, const struct socks *s,
-		       const struct sockdiag *d, struct ibcr_err *e)
-{
-	struct ibcr_fobj *ob = &o->f.objs[i];
-	const struct sockdiag *peer = d->peer ? find(s, d->peer) : NULL;
-	const char *peer_name = peer ? peer->name : "";
-	uint32_t role, len = (uint32_t)strlen(peer_name) + 1;
-	struct buf b = { 0 };
-	char who[64];
-	int fd, rc;
-
-	if (d->state == TCP_LISTEN_STATE) {
-		if (d->npending)
-			return ibcr_fail(e, "pid %d fd %d: listening socket %s has %u "
-					 "connections not accepted yet: not supported",
-					 (int)o->rep_pid[i], o->rep_fd[i], d->name, d->npending);
-		role = IBCR_SOCK_LISTEN;
-	} else if (d->peer && in_image(o, d->peer)) {	// NOLINT(bugprone-branch-clone)
-		role = IBCR_SOCK_PAIR;
-	} else if (d->peer && d->type != SOCK_STREAM && peer && peer->name[0]) {
-		role = IBCR_SOCK_BOUND;	/* a datagram socket, reconnected by name */
-	} else if (d->peer && peer) {
-		return 1;	/* connected to a process outside */
-	} else if (d->state == TCP_ESTABLISHED_STATE && d->type != SOCK_DGRAM) {
-		role = IBCR_SOCK_PAIR;	/* its peer is gone: restored closed */
-	} else {
-		role = d->name[0] ? IBCR_SOCK_BOUND : IBCR_SOCK_FRESH;
-	}
-	ob->aux[1] = (uint64_t)d->type | (uint64_t)role << 8;
-	ob->aux[2] = role == IBCR_SOCK_PAIR ? d->peer : 0;
-	ob->aux[3] = d->wq;	/* a listener's backlog */
-	free(o->f.paths[i]);
-	o->f.paths[i] = xstrdup(d->name);
-	put(&b, &len, 4);
-	put(&b, peer_name, len);
-	if ((fd = grab(o->rep_pid[i], o->rep_fd[i], e)) < 0)
-		return -1;
-	snprintf(who, sizeof(who), "pid %d fd %d", (int)o->rep_pid[i], o->rep_fd[i]);
-	rc = sockopt_capture(fd, i, AF_UNIX, d->type, 0, 0, who, &o->sockopts, e);
-	if (!rc && role != IBCR_SOCK_LISTEN)
-		rc = peek_queue(fd, d, &b, e);
-	close(fd);
-	o->f.data[i] = b.p;
-	ob->data_len = b.len;
-	return rc;
 }
 
 /* The states repair mode lets a restore rebuild (image.h, ibcr_tcp_state). */
@@ -273,7 +215,7 @@ static int inet_socket(struct fobjs *o, uint32_t i, const struct socks *s,
 
 	if (role < 0 || (role == IBCR_SOCK_LISTEN && check_backlog(o, i, s, d, e)))
 		return -1;
-	if ((fd = grab(o->rep_pid[i], o->rep_fd[i], e)) < 0)
+	if ((fd = sock_grab(o->rep_pid[i], o->rep_fd[i], e)) < 0)
 		return -1;
 	snprintf(who, sizeof(who), "pid %d fd %d", (int)o->rep_pid[i], o->rep_fd[i]);
 	ob->aux[1] = (uint64_t)d->family | (uint64_t)d->type << 8 | (uint64_t)role << 16;
@@ -314,7 +256,7 @@ static int lock_network(struct fobjs *o, const struct socks *s, struct ibcr_err 
 		struct ibcr_err ignored;
 		int role;
 
-		if (ob->kind != IBCR_FD_UNIX || ob->aux[1] || !(d = find(s, ob->aux[0])) ||
+		if (ob->kind != IBCR_FD_UNIX || ob->aux[1] || !(d = sock_find(s, ob->aux[0])) ||
 		    d->family == AF_UNIX || d->proto != IPPROTO_TCP)
 			continue;
 		role = inet_role(o, i, d, &ignored);	/* refused later, with the reason */
@@ -334,7 +276,7 @@ static const struct sockdiag *unlisted(const struct fobjs *o, uint32_t i, struct
 {
 	int v[3] = { 0, 0, 0 }, opt[3] = { SO_DOMAIN, SO_TYPE, SO_PROTOCOL };
 	struct ibcr_err ignored;
-	int fd = grab(o->rep_pid[i], o->rep_fd[i], &ignored);
+	int fd = sock_grab(o->rep_pid[i], o->rep_fd[i], &ignored);
 
 	if (fd < 0)
 		return NULL;
@@ -368,7 +310,7 @@ int sockets_finish(struct fobjs *o, struct ibcr_err *e)
 		if (o->f.objs[i].kind == IBCR_FD_UNIX && dump_all(&s, e))
 			return -1;
 	if (s.d && lock_network(o, &s, e)) {
-		free(s.d);
+		sockdiag_free(s.d, s.n);
 		return -1;
 	}
 	for (uint32_t i = 0; i < o->f.nobjs && !rc; i++) {
@@ -377,7 +319,7 @@ int sockets_finish(struct fobjs *o, struct ibcr_err *e)
 
 		if (ob->kind != IBCR_FD_UNIX || ob->aux[1])
 			continue;
-		d = find(&s, ob->aux[0]);
+		d = sock_find(&s, ob->aux[0]);
 		if (!d)
 			d = unlisted(o, i, &fresh);
 		if (!d) {
@@ -396,6 +338,6 @@ int sockets_finish(struct fobjs *o, struct ibcr_err *e)
 			rc = 0;
 		}
 	}
-	free(s.d);
+	sockdiag_free(s.d, s.n);
 	return rc;
 }
