@@ -88,9 +88,8 @@ int sockopt_after_repair(int s, uint32_t obj, const struct ibcr_files *f,
 /* buffer sizes and their locks as saved, after the queues were refilled */
 int sockopt_buffers(int s, uint32_t obj, const struct ibcr_files *f, struct ibcr_err *e);
 
-/* udp.c: the datagrams that waited in UDP socket i, handed in again */
-int udp_refill(int s, const struct ibcr_files *f, uint32_t i, const struct sockaddr_in6 *local,
-	       struct ibcr_err *e);
+/* udp.c: the datagrams that waited in UDP sockets, sent again */
+int udp_refill(const struct ibcr_files *f, const int *fds, struct ibcr_err *e);
 
 /* unix.c, unixq.c: UNIX sockets (sock_open returns UNIX_LATER for one */
 /* made by unix_pending), their queues refilled once the processes exist */

@@ -173,6 +173,8 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		close(keeper);
 	if (!rc)
 		rc = unix_pending(f, fds, base, e);
+	if (!rc)
+		rc = udp_refill(f, fds, e);
 	*out = fds;
 	return rc;
 }

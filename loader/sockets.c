@@ -105,10 +105,6 @@ static int inet_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 		close(s);
 		return -1;
 	}
-	if (type == SOCK_DGRAM && udp_refill(s, f, i, &addr[0], e)) {
-		close(s);
-		return -1;
-	}
 	/* shut down by the program (a connection's own are replayed by tcp.c) */
 	if (role != IBCR_SOCK_LISTEN && role != IBCR_SOCK_REPAIR && (o->aux[3] & 3) &&
 	    shutdown(s, (int)(o->aux[3] & 3) - 1) && errno != ENOTCONN) {
