@@ -245,8 +245,9 @@ enum ibcr_fd_kind {
 				/* backlog (a listener) or the listener's object */
 				/* (IBCR_SOCK_PENDING); path = bound name ("@..." */
 				/* abstract); data: struct ibcr_unix */
-	IBCR_FD_INET = 17,	/* TCP or UDP socket: aux[0] inode, aux[1] family */
-				/* | type << 8 | role << 16, aux[2] backlog, */
+	IBCR_FD_INET = 17,	/* IP socket: aux[0] inode, aux[1] family | type */
+				/* << 8 | role << 16 | protocol << 24 (0: TCP or */
+				/* UDP; raw and ICMP ones), aux[2] backlog, */
 				/* aux[3] shutdown (1 reading, 2 writing: */
 				/* IBCR_SHUT_*); data: local and remote address */
 				/* (struct sockaddr_in6 room each), then for UDP */
@@ -257,6 +258,10 @@ enum ibcr_fd_kind {
 				/* waited for the master's reader */
 	IBCR_FD_PTS = 19,	/* pty slave whose master is in the image: aux[0] */
 				/* the index, aux[1] the master's object */
+	IBCR_FD_NETLINK = 30,	/* netlink socket: aux[0] inode, aux[1] type | */
+				/* protocol << 8, aux[2] its port id (0: not */
+				/* bound), aux[3] destination port id | group */
+				/* << 32; data: its groups, u32 bit masks */
 };
 
 /* A pty pair's terminal state, the data of its IBCR_FD_PTMX object. */

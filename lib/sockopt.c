@@ -49,6 +49,21 @@
 #ifndef IP_LOCAL_PORT_RANGE
 #define IP_LOCAL_PORT_RANGE 51
 #endif
+/* netlink, raw and ICMP levels, as the kernel numbers them */
+#ifndef SOL_NETLINK
+#define SOL_NETLINK 270
+#endif
+#define NL_PKTINFO 3
+#define NL_BROADCAST_ERROR 4
+#define NL_NO_ENOBUFS 5
+#define NL_LISTEN_ALL_NSID 8
+#define NL_CAP_ACK 10
+#define NL_EXT_ACK 11
+#define NL_GET_STRICT_CHK 12
+#define SOL_RAW_LEVEL 255
+#define RAW_ICMP_FILTER 1
+#define ICMP6_FILTER_OPT 1
+#define IPV6_CHECKSUM_OPT 7
 #ifndef UDP_NO_CHECK6_TX
 #define UDP_NO_CHECK6_TX 101
 #define UDP_NO_CHECK6_RX 102
@@ -65,6 +80,7 @@
 #define SIZED(level, name, size) { level, name, #name, size, SOH_PLAIN, 0, 0 }
 #define VAR(level, name, size) { level, name, #name, size, SOH_PLAIN, 1, 0 }
 #define HOW(level, name, size, how) { level, name, #name, size, how, 0, 0 }
+#define NAMED(level, name, label, size) { level, name, label, size, SOH_PLAIN, 0, 0 }
 
 const struct sockopt_desc sockopt_table[] = {
 	/* before bind: what decides whether and where it binds */
@@ -185,6 +201,18 @@ const struct sockopt_desc sockopt_table[] = {
 	I(IPPROTO_UDP, UDP_GRO),
 	I(IPPROTO_UDP, UDP_NO_CHECK6_TX),
 	I(IPPROTO_UDP, UDP_NO_CHECK6_RX),
+	/* netlink */
+	NAMED(SOL_NETLINK, NL_PKTINFO, "NETLINK_PKTINFO", 4),
+	NAMED(SOL_NETLINK, NL_BROADCAST_ERROR, "NETLINK_BROADCAST_ERROR", 4),
+	NAMED(SOL_NETLINK, NL_NO_ENOBUFS, "NETLINK_NO_ENOBUFS", 4),
+	NAMED(SOL_NETLINK, NL_LISTEN_ALL_NSID, "NETLINK_LISTEN_ALL_NSID", 4),
+	NAMED(SOL_NETLINK, NL_CAP_ACK, "NETLINK_CAP_ACK", 4),
+	NAMED(SOL_NETLINK, NL_EXT_ACK, "NETLINK_EXT_ACK", 4),
+	NAMED(SOL_NETLINK, NL_GET_STRICT_CHK, "NETLINK_GET_STRICT_CHK", 4),
+	/* raw and ICMP sockets */
+	NAMED(SOL_RAW_LEVEL, RAW_ICMP_FILTER, "ICMP_FILTER", 4),
+	NAMED(IPPROTO_ICMPV6, ICMP6_FILTER_OPT, "ICMP6_FILTER", 32),
+	NAMED(IPPROTO_IPV6, IPV6_CHECKSUM_OPT, "IPV6_CHECKSUM", 4),
 	/* after the data: the peek offset counts from the queue's head */
 	HOW(SOL_SOCKET, SO_PEEK_OFF, 4, SOH_LATE),
 };

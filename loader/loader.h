@@ -115,6 +115,9 @@ void unix_gone_close(void);
 int unix_refill(const struct ibcr_files *f, const int *fds, const struct pidmap *pm,
 		struct ibcr_err *e);
 
+/* netlink.c: a netlink socket, with its port id and groups */
+int netlink_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
+
 /* sockets.c: a socket object, opened by objects_open */
 int sock_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e);
 

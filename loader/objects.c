@@ -151,6 +151,10 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		case IBCR_FD_PTS:
 			fd = pts_open(f, i, fds, e);
 			break;
+		case IBCR_FD_NETLINK:
+			e->msg[0] = 0;
+			fd = netlink_open(f, i, e);
+			break;
 		case IBCR_FD_STDIO:
 		case IBCR_FD_STAGE:
 			continue;	/* per process */

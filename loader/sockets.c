@@ -54,7 +54,7 @@ static int inet_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 	    (o->data_len != sizeof(addr) && role != IBCR_SOCK_REPAIR && type != SOCK_DGRAM))
 		return ibcr_fail(e, "socket object %u is malformed", i);
 	memcpy(addr, f->data[i], sizeof(addr));
-	s = socket(family, type | SOCK_CLOEXEC, 0);
+	s = socket(family, type | SOCK_CLOEXEC, (int)((o->aux[1] >> 24) & 0xff));
 	if (s < 0)
 		return ibcr_fail_errno(e, errno, "creating a socket (family %d)", family);
 	/* before repair mode, which forces SO_REUSEADDR on and must keep it so to bind */

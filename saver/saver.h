@@ -111,6 +111,8 @@ int verbs_write_section(struct target *t, uint32_t proc, struct img_writer *w,
 
 /* sockets.c: every socket's final kind, state and queued bytes */
 int sockets_finish(struct fobjs *o, struct ibcr_err *e);
+/* netlink.c: a netlink socket's protocol, port id, groups; refused with data */
+int netlink_socket(struct fobjs *o, uint32_t i, struct ibcr_err *e);
 /* unix.c: the descriptors it took from UNIX sockets' queues, closed */
 void unix_release(void);
 /* tcp.c: established TCP connections, in repair mode until released */

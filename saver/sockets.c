@@ -219,6 +219,17 @@ static int inet_socket(struct fobjs *o, uint32_t i, const struct socks *s,
 		return -1;
 	snprintf(who, sizeof(who), "pid %d fd %d", (int)o->rep_pid[i], o->rep_fd[i]);
 	ob->aux[1] = (uint64_t)d->family | (uint64_t)d->type << 8 | (uint64_t)role << 16;
+	if (d->type == SOCK_RAW || (d->proto != IPPROTO_TCP && d->proto != IPPROTO_UDP)) {
+		char one;
+
+		ob->aux[1] |= (uint64_t)(d->proto & 0xff) << 24;
+		if (recv(fd, &one, 1, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC) >= 0) {
+			close(fd);
+			return ibcr_fail(e, "%s: %s socket (protocol %d) with packets waiting, "
+					 "which a restore could not hand to it alone: try again",
+					 who, d->type == SOCK_RAW ? "raw" : "ICMP", d->proto);
+		}
+	}
 	ob->aux[2] = d->wq;	/* a listener's backlog */
 	ob->aux[3] = d->shutdown;
 	if (role == IBCR_SOCK_CLOSED)
@@ -269,15 +280,20 @@ static int lock_network(struct fobjs *o, const struct socks *s, struct ibcr_err 
 }
 
 /*
- * A socket sock_diag does not list: TCP and UDP sockets that are not
- * bound yet are in none of the kernel's tables. Its copy tells what it is.
+ * A socket sock_diag does not list here: TCP and UDP sockets not bound
+ * yet (in none of the kernel's tables), raw and ICMP ("ping") sockets,
+ * netlink and packet ones. Its copy tells what it is; *domain says which
+ * of the last two it is when NULL is returned.
  */
-static const struct sockdiag *unlisted(const struct fobjs *o, uint32_t i, struct sockdiag *d)
+static const struct sockdiag *unlisted(const struct fobjs *o, uint32_t i, struct sockdiag *d,
+				       int *domain)
 {
 	int v[3] = { 0, 0, 0 }, opt[3] = { SO_DOMAIN, SO_TYPE, SO_PROTOCOL };
 	struct ibcr_err ignored;
 	int fd = sock_grab(o->rep_pid[i], o->rep_fd[i], &ignored);
+	socklen_t ll = sizeof(d->local), rl = sizeof(d->remote);
 
+	*domain = -1;
 	if (fd < 0)
 		return NULL;
 	for (int k = 0; k < 3; k++) {
@@ -286,17 +302,26 @@ static const struct sockdiag *unlisted(const struct fobjs *o, uint32_t i, struct
 		if (getsockopt(fd, SOL_SOCKET, opt[k], &v[k], &l))
 			v[0] = -1;
 	}
-	close(fd);
-	if ((v[0] != AF_INET && v[0] != AF_INET6) ||
-	    (v[2] != IPPROTO_TCP && v[2] != IPPROTO_UDP))
-		return NULL;
 	memset(d, 0, sizeof(*d));
+	d->local.ss_family = d->remote.ss_family = (sa_family_t)v[0];
+	if (v[0] == AF_INET || v[0] == AF_INET6) {
+		getsockname(fd, (struct sockaddr *)&d->local, &ll);
+		if (getpeername(fd, (struct sockaddr *)&d->remote, &rl))
+			memset(&d->remote, 0, sizeof(d->remote));
+		d->remote.ss_family = (sa_family_t)v[0];
+		/* a raw socket's "port" is its protocol, which binds nothing */
+		if (v[1] == SOCK_RAW)
+			((struct sockaddr_in *)&d->local)->sin_port = 0;
+	}
+	close(fd);
+	*domain = v[0];
+	if (v[0] != AF_INET && v[0] != AF_INET6)
+		return NULL;
 	d->ino = o->f.objs[i].aux[0];
 	d->family = v[0];
 	d->type = v[1];
 	d->proto = v[2];
 	d->state = TCP_CLOSE_STATE;
-	d->local.ss_family = d->remote.ss_family = (sa_family_t)v[0];
 	return d;
 }
 
@@ -304,7 +329,7 @@ int sockets_finish(struct fobjs *o, struct ibcr_err *e)
 {
 	struct socks s = { NULL, 0 };
 	struct sockdiag fresh;
-	int rc = 0;
+	int rc = 0, domain;
 
 	for (uint32_t i = 0; i < o->f.nobjs && !s.d; i++)
 		if (o->f.objs[i].kind == IBCR_FD_UNIX && dump_all(&s, e))
@@ -320,10 +345,17 @@ int sockets_finish(struct fobjs *o, struct ibcr_err *e)
 		if (ob->kind != IBCR_FD_UNIX || ob->aux[1])
 			continue;
 		d = sock_find(&s, ob->aux[0]);
-		if (!d)
-			d = unlisted(o, i, &fresh);
+		if (!d && !(d = unlisted(o, i, &fresh, &domain)) && domain == AF_NETLINK) {
+			rc = netlink_socket(o, i, e);
+			continue;
+		}
+		if (!d && domain == AF_PACKET) {
+			rc = ibcr_fail(e, "pid %d fd %d: packet socket (AF_PACKET): not "
+				       "supported", (int)o->rep_pid[i], o->rep_fd[i]);
+			continue;
+		}
 		if (!d) {
-			ob->kind = IBCR_FD_STDIO;	/* netlink, packet...: see below */
+			ob->kind = IBCR_FD_STDIO;	/* leads outside? see below */
 			ob->aux[1] = 1;
 			continue;
 		}

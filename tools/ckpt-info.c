@@ -67,6 +67,7 @@ static const char *fd_kind(uint32_t k)
 	case IBCR_FD_FIFO: return "fifo";
 	case IBCR_FD_UNIX: return "unix";
 	case IBCR_FD_INET: return "inet";
+	case IBCR_FD_NETLINK: return "netlink";
 	case IBCR_FD_EVENTFD: return "eventfd";
 	case IBCR_FD_TIMERFD: return "timerfd";
 	case IBCR_FD_SIGNALFD: return "sigfd";
@@ -214,7 +215,7 @@ static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process
 		if (o->data_len)
 			printf(" (%llu bytes in it)", (unsigned long long)o->data_len);
 		printf("\n");
-		if (o->kind == IBCR_FD_INET || o->kind == IBCR_FD_UNIX)
+		if (o->kind == IBCR_FD_INET || o->kind == IBCR_FD_UNIX || o->kind == IBCR_FD_NETLINK)
 			print_sockopts(files, ps->fds[i].obj);
 	}
 	for (uint32_t i = 0; i < ps->nopaque; i++) {

@@ -5,7 +5,9 @@
 # checks its socket every tick): a TCP listener with a connection it has
 # not accepted yet; with --kill, a listener also held by a process
 # outside the checkpoint, and a socket bound to an address this host no
-# longer has; an eBPF socket filter (which cannot be read back).
+# longer has; an eBPF socket filter (which cannot be read back); a
+# netlink socket with the kernel's answers unread and a raw socket with
+# packets waiting (nothing could ask for them again); a packet socket.
 . "$(dirname "$0")/lib.sh"
 
 "$TOP/tools/deps.sh" pkg nftables iproute2
@@ -52,5 +54,8 @@ ip addr add "$a/32" dev lo || fail "could not add $a to lo"
 drop_address() { ip addr del "$a/32" dev lo; }
 HOOK=drop_address refuse addr "--kill" "addr $a" "$a" "no longer has"
 refuse ebpf "" "ebpf" "eBPF socket filter"
+refuse netlink "--kill" "netlink" "netlink socket" "not read yet" "try again"
+refuse packet "" "packet" "packet socket" "not supported"
+refuse raw "--kill" "raw" "raw socket" "packets waiting"
 [ ${#problems[@]} = 0 ] || fail "$(printf '%s\n' "${problems[@]}")"
 exit 0

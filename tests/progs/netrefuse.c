@@ -10,6 +10,9 @@
  *            (it prints "child C")
  *   addr A   a UDP socket bound to address A (the test then removes it)
  *   ebpf     a UDP socket with an eBPF socket filter (SO_ATTACH_BPF)
+ *   netlink  a netlink (route) socket with the answer to a link dump unread
+ *   packet   a packet socket (AF_PACKET)
+ *   raw      a raw ICMP socket with packets waiting (an echo to 127.0.0.1)
  *
  * Each tick it checks its socket is still as made (the listener still
  * listening, the filter still attached...) and prints "tick N pid P";
@@ -20,6 +23,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdint.h>
@@ -103,6 +109,35 @@ static void ebpf(void)
 	close(fd);
 }
 
+static void netlink(void)
+{
+	struct {
+		struct nlmsghdr h;
+		struct rtgenmsg g;
+	} req = { { sizeof(req), RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, 1, 0 }, { AF_UNSPEC } };
+	int s = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+
+	if (s != 3 || send(s, &req, sizeof(req), 0) != sizeof(req))
+		fail("netlink request");
+}
+
+static void packet(void)
+{
+	if (socket(AF_PACKET, SOCK_DGRAM, htons(ETH_P_ALL)) != 3)
+		fail("packet socket");
+}
+
+static void raw(void)
+{
+	struct sockaddr_in lo = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	/* an echo request, checksum precomputed for id 0 sequence 0 */
+	unsigned char req[8] = { 8, 0, 0xf7, 0xff, 0, 0, 0, 0 };
+	int r = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP);
+
+	if (r != 3 || sendto(r, req, sizeof(req), 0, (struct sockaddr *)&lo, sizeof(lo)) != 8)
+		fail("raw socket");
+}
+
 static void still(const char *kind)
 {
 	int v = 0;
@@ -111,6 +146,12 @@ static void still(const char *kind)
 	if (!strcmp(kind, "pending") || !strcmp(kind, "shared")) {
 		if (getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &v, &l) || !v)
 			fail("fd 3 no longer listens");
+	} else if (!strcmp(kind, "netlink") || !strcmp(kind, "packet") || !strcmp(kind, "raw")) {
+		char b;
+
+		if (getsockopt(3, SOL_SOCKET, SO_TYPE, &v, &l) || (strcmp(kind, "packet") &&
+		    recv(3, &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0))
+			fail("fd 3 lost its socket or what waits in it");
 	} else if (getsockopt(3, SOL_SOCKET, SO_TYPE, &v, &l) || v != SOCK_DGRAM) {
 		fail("fd 3 is no longer the UDP socket");
 	}
@@ -136,8 +177,14 @@ int main(int argc, char **argv)
 		bound(argv[2]);
 	else if (!strcmp(kind, "ebpf"))
 		ebpf();
+	else if (!strcmp(kind, "netlink"))
+		netlink();
+	else if (!strcmp(kind, "packet"))
+		packet();
+	else if (!strcmp(kind, "raw"))
+		raw();
 	else
-		fail("usage: netrefuse pending|shared|addr A|ebpf [TICKS [MS]]");
+		fail("usage: netrefuse pending|shared|addr A|ebpf|netlink|packet|raw [TICKS [MS]]");
 	for (long t = 0; t < ticks; t++) {
 		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
 
