@@ -182,12 +182,17 @@ void netlock_release(int killed, const char *image)
 {
 	struct ibcr_err e = { "" };
 
-	if (lk.held && killed && lk.keep)
+	if (lk.held && killed && lk.keep && lk.nconns)
 		fprintf(stderr, "saver: the packets of %u TCP connection(s)%s are held back "
 			"(nftables table inet %s) until `restart-loader %s` has them live "
 			"again; `restart-loader --unlock-net %s` lets them go\n", lk.nconns,
 			lk.nlisteners ? " and new connections to the listeners" : "", lk.table,
 			image, image);
+	else if (lk.held && killed && lk.keep)
+		fprintf(stderr, "saver: new connections to the image's %u TCP listener(s) are "
+			"held back (nftables table inet %s) until `restart-loader %s`; "
+			"`restart-loader --unlock-net %s` lets them go\n", lk.nlisteners,
+			lk.table, image, image);
 	else if (lk.held && netlock_drop(lk.table, &e))
 		fprintf(stderr, "saver: %s\n", e.msg);
 	lk.held = 0;

@@ -261,6 +261,8 @@ static int inet_socket(struct fobjs *o, uint32_t i, const struct socks *s,
  */
 static int lock_network(struct fobjs *o, const struct socks *s, struct ibcr_err *e)
 {
+	if (o->tcp_close)
+		return 0;	/* given up: nothing to hold for a restore */
 	for (uint32_t i = 0; i < o->f.nobjs; i++) {
 		const struct ibcr_fobj *ob = &o->f.objs[i];
 		const struct sockdiag *d;

@@ -3,7 +3,8 @@
 # socket bound to a path (kept or deleted) with datagrams waiting from
 # named and unnamed senders; stream pairs shut down on one side or with
 # one end closed and bytes pending; a listener with connections not
-# accepted yet (refused when a client sent bytes already); descriptors in flight (SCM_RIGHTS: the
+# accepted yet (refused when a client sent bytes already; and a socket
+# whose directory was moved is refused); descriptors in flight (SCM_RIGHTS: the
 # only write end of a pipe, a file with its offset, an eventfd);
 # SCM_CREDENTIALS of a child. tests/progs/unixmore sets each up, is saved
 # with --tree --kill and restarted, then checks it as a program would.
@@ -43,5 +44,20 @@ grep -q "pid $PID fd 3: listening socket .*l.sock has a connection not accepted 
 [ -e "$T/refused.ckpt" ] && problems+=("pending-data: an image was left")
 wait "$PID" || problems+=("pending-data: the program failed after the refusal: $(grep FAIL "$T/refused.out")")
 grep -q '^DONE' "$T/refused.out" || problems+=("pending-data: the program did not finish")
+# a socket bound in a directory that was moved since: the restore could
+# not bind its name; refused, the program runs on
+mkdir "$T/moving"
+start "$T/moving.out" "$PROGS/unixmore" dgram-bound "$T/moving" 60 50
+wait_line "$T/moving.out" '^tick 2 '
+mv "$T/moving" "$T/moved"
+"$SAVER" --kill -o "$T/moving.ckpt" "$PID" 2>"$T/moving.saver" &&
+	problems+=("moved: saver succeeded")
+grep -q "pid $PID fd 3: UNIX socket bound to $T/moving/r.sock, whose directory is gone" \
+	"$T/moving.saver" || problems+=("moved: message: $(cat "$T/moving.saver")")
+[ -e "$T/moving.ckpt" ] && problems+=("moved: an image was left")
+n=$(last_tick "$T/moving.out")
+wait_line "$T/moving.out" "^(tick $((n + 3)) |FAIL)"
+grep -q FAIL "$T/moving.out" && problems+=("moved: $(grep FAIL "$T/moving.out")")
+kill_tree "$PID"
 [ ${#problems[@]} = 0 ] || fail "$(printf '%s\n' "${problems[@]}")"
 exit 0
