@@ -332,20 +332,16 @@ static int in_image(const struct target *t, uint32_t n, pid_t pid)
 	return 0;
 }
 
-/*
- * Does a process outside the image hold pipe `ino`? Then its missing end
- * leads outside; otherwise that end is simply closed (its writer exited,
- * say), and the pipe is restored with the end closed.
- */
-pid_t held_outside(const struct target *t, uint32_t n, const char *kind, uint64_t ino)
+void walk_outside(const struct target *t, uint32_t n, const char *kind,
+		  int (*fn)(void *arg, pid_t pid, uint64_t ino), void *arg)
 {
-	char want[48], path[300], link[64];
+	char path[300], link[64];
+	size_t klen = strlen(kind);
 	struct dirent *p, *f;
 	DIR *procs = opendir("/proc"), *fds;
-	pid_t found = 0;
+	int stop = 0;
 
-	snprintf(want, sizeof(want), "%s:[%llu]", kind, (unsigned long long)ino);
-	while (procs && !found && (p = readdir(procs))) {
+	while (procs && !stop && (p = readdir(procs))) {
 		pid_t pid = (pid_t)atoi(p->d_name);
 
 		if (pid <= 0 || pid == getpid() || in_image(t, n, pid))
@@ -353,19 +349,46 @@ pid_t held_outside(const struct target *t, uint32_t n, const char *kind, uint64_
 		snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
 		if (!(fds = opendir(path)))
 			continue;
-		while (!found && (f = readdir(fds))) {
+		while (!stop && (f = readdir(fds))) {
 			ssize_t k;
 
 			snprintf(path, sizeof(path), "/proc/%d/fd/%s", (int)pid, f->d_name);
 			k = readlink(path, link, sizeof(link) - 1);
-			if (k > 0 && (link[k] = 0, !strcmp(link, want)))
-				found = pid;
+			if (k > (ssize_t)klen + 2 && (link[k] = 0, !strncmp(link, kind, klen)) &&
+			    link[klen] == ':' && link[klen + 1] == '[')
+				stop = fn(arg, pid, strtoull(link + klen + 2, NULL, 10));
 		}
 		closedir(fds);
 	}
 	if (procs)
 		closedir(procs);
-	return found;
+}
+
+struct one_ino {
+	uint64_t ino;
+	pid_t found;
+};
+
+static int is_it(void *arg, pid_t pid, uint64_t ino)
+{
+	struct one_ino *w = arg;
+
+	if (ino == w->ino)
+		w->found = pid;
+	return w->found != 0;
+}
+
+/*
+ * Does a process outside the image hold pipe `ino`? Then its missing end
+ * leads outside; otherwise that end is simply closed (its writer exited,
+ * say), and the pipe is restored with the end closed.
+ */
+pid_t held_outside(const struct target *t, uint32_t n, const char *kind, uint64_t ino)
+{
+	struct one_ino w = { ino, 0 };
+
+	walk_outside(t, n, kind, is_it, &w);
+	return w.found;
 }
 
 /* The first descriptor (pid, fd) that refers to object i, above fd 2. */

@@ -21,8 +21,10 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "saver.h"
 
 /* The option (level, name) of object i as saved, or NULL. */
@@ -82,22 +84,37 @@ static void addr_str(const struct sockaddr_in6 *a, char *s, size_t n)
 		inet_ntop(AF_INET6, &a->sin6_addr, s, (socklen_t)n);
 }
 
-static int check_one(const struct target *t, uint32_t n, const struct fobjs *o, uint32_t i,
-		     struct ibcr_err *e)
+/* The image's sockets that processes outside it hold too, found in one pass. */
+struct outside {
+	const struct fobjs *o;
+	pid_t *pid;	/* per object: a holder outside, or 0 */
+};
+
+static int note_holder(void *arg, pid_t pid, uint64_t ino)
+{
+	struct outside *w = arg;
+
+	for (uint32_t i = 0; i < w->o->f.nobjs; i++)
+		if (w->o->f.objs[i].kind == IBCR_FD_INET && w->o->f.objs[i].aux[0] == ino &&
+		    !w->pid[i])
+			w->pid[i] = pid;
+	return 0;
+}
+
+static int check_one(const struct fobjs *o, uint32_t i, pid_t other, struct ibcr_err *e)
 {
 	const struct ibcr_fobj *ob = &o->f.objs[i];
 	int role = (int)((ob->aux[1] >> 16) & 0xff);
 	const struct ibcr_sockopt *dev = saved_opt(o, i, SOL_SOCKET, SO_BINDTODEVICE);
 	struct sockaddr_in6 a;
 	char host[INET6_ADDRSTRLEN] = "?";
-	pid_t other;
 
 	if (role == IBCR_SOCK_FRESH || role == IBCR_SOCK_CLOSED || !o->f.data[i] ||
 	    ob->data_len < sizeof(a))
 		return 0;
 	memcpy(&a, o->f.data[i], sizeof(a));
 	addr_str(&a, host, sizeof(host));
-	if ((other = held_outside(t, n, "socket", ob->aux[0])))
+	if (other)
 		return ibcr_fail(e, "pid %d fd %d: socket on %s port %u is also open in pid %d, "
 				 "outside the checkpoint, which keeps it after the kill: the "
 				 "restore could not have it (checkpoint that process too)",
@@ -126,10 +143,16 @@ static int check_one(const struct target *t, uint32_t n, const struct fobjs *o, 
 int net_precheck(const struct target *t, uint32_t n, const struct fobjs *o,
 		 struct ibcr_err *e)
 {
+	struct outside w = { o, NULL };
+	int rc = 0;
+
 	if (!o->kill)
 		return 0;
-	for (uint32_t i = 0; i < o->f.nobjs; i++)
-		if (o->f.objs[i].kind == IBCR_FD_INET && check_one(t, n, o, i, e))
-			return -1;
-	return 0;
+	w.pid = xcalloc(o->f.nobjs + 1, sizeof(pid_t));
+	walk_outside(t, n, "socket", note_holder, &w);
+	for (uint32_t i = 0; i < o->f.nobjs && !rc; i++)
+		if (o->f.objs[i].kind == IBCR_FD_INET)
+			rc = check_one(o, i, w.pid[i], e);
+	free(w.pid);
+	return rc;
 }

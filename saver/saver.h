@@ -77,6 +77,9 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 int files_add_held(struct fobjs *o, int fd, uint32_t *obj, struct ibcr_err *e);
 /* A process outside the image with "KIND:[ino]" open (pipe, socket), or 0. */
 pid_t held_outside(const struct target *t, uint32_t n, const char *kind, uint64_t ino);
+/* fn for every "KIND:[ino]" descriptor outside the image, until it returns nonzero */
+void walk_outside(const struct target *t, uint32_t n, const char *kind,
+		  int (*fn)(void *arg, pid_t pid, uint64_t ino), void *arg);
 
 /* netcheck.c: with --kill, what the restore of the sockets will need */
 int net_precheck(const struct target *t, uint32_t n, const struct fobjs *o,
