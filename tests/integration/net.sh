@@ -46,3 +46,16 @@ client_done() {
 	wait "$1" || fail "the client failed (status $?): $(grep FAIL "$2" | head -3)"
 	grep -q '^acked ' "$2" || fail "the client did not finish: $(tail -2 "$2")"
 }
+
+# restore_to_done PID IMAGE OUT: PID was saved with --kill into IMAGE;
+# restart it, and the restored program must end well, "DONE" in OUT, its
+# ticks continuous.
+restore_to_done() {
+	wait "$1" 2>/dev/null || true
+	restart "$2"
+	expect_pid "$1" "$RPID"
+	wait "$LPID" || fail "restored program exited with status $?: $(grep FAIL "$3")"
+	grep -q FAIL "$3" && fail "$(grep FAIL "$3" | head -3)"
+	grep -q '^DONE' "$3" || fail "program did not finish: $(tail -2 "$3")"
+	assert_ticks_continuous "$3"
+}

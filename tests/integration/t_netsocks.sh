@@ -5,6 +5,7 @@
 # --kill and a restart each is as it was (the program checks every tick)
 # and works: link dumps are answered, an echo reply arrives.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/net.sh"
 
 start "$T/prog.out" "$PROGS/netsocks" 30 100
 pid=$PID
@@ -12,10 +13,5 @@ wait_line "$T/prog.out" '^tick 2 '
 checkpoint "$pid" "$T/img.ckpt" --kill
 grep -q 'netlink' "$T/info.out" || fail "no netlink socket in the image: $(grep 'fd ' "$T/info.out")"
 grep -q 'option ICMP_FILTER' "$T/info.out" || fail "the raw socket's filter is not saved"
-wait "$pid" 2>/dev/null || true
-restart "$T/img.ckpt"
-expect_pid "$pid" "$RPID"
-wait "$LPID" || fail "restored program exited with status $?: $(grep FAIL "$T/prog.out")"
-grep -q '^DONE' "$T/prog.out" || fail "program did not finish: $(tail -2 "$T/prog.out")"
-assert_ticks_continuous "$T/prog.out"
+restore_to_done "$pid" "$T/img.ckpt" "$T/prog.out"
 exit 0

@@ -6,6 +6,7 @@
 # original's options as they were (repair mode once reset SO_REUSEADDR),
 # and after saver --kill and a restart every option is back.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/net.sh"
 
 "$TOP/tools/deps.sh" pkg nftables
 start "$T/prog.out" "$PROGS/sockopts" 60 100
@@ -20,11 +21,5 @@ n=$(last_tick "$T/prog.out")
 wait_line "$T/prog.out" "^(tick $((n + 3)) |FAIL)"	# the original checked itself since
 grep -q FAIL "$T/prog.out" && fail "the live checkpoint changed the original: $(grep FAIL "$T/prog.out")"
 checkpoint "$pid" "$T/img.ckpt" --kill
-wait "$pid" 2>/dev/null || true
-restart "$T/img.ckpt"
-expect_pid "$pid" "$RPID"
-wait "$LPID" || fail "restored program exited with status $?: $(grep FAIL "$T/prog.out")"
-grep -q FAIL "$T/prog.out" && fail "$(grep FAIL "$T/prog.out")"
-grep -q '^DONE' "$T/prog.out" || fail "program did not finish"
-assert_ticks_continuous "$T/prog.out"
+restore_to_done "$pid" "$T/img.ckpt" "$T/prog.out"
 exit 0

@@ -5,6 +5,7 @@
 # and a restart each comes again, in order, with its bytes and its
 # sender's address and port (tests/progs/udpqueue checks).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/net.sh"
 
 start "$T/prog.out" "$PROGS/udpqueue" 40 100
 pid=$PID
@@ -14,10 +15,5 @@ checkpoint "$pid" "$T/live.ckpt"
 checkpoint "$pid" "$T/img.ckpt" --kill
 grep -qE 'inet .*\(([0-9]{5,}) bytes in it\)' "$T/info.out" ||
 	fail "no socket holds its datagrams in the image: $(grep inet "$T/info.out")"
-wait "$pid" 2>/dev/null || true
-restart "$T/img.ckpt"
-expect_pid "$pid" "$RPID"
-wait "$LPID" || fail "restored program exited with status $?: $(grep FAIL "$T/prog.out")"
-grep -q '^DONE' "$T/prog.out" || fail "program did not finish: $(tail -2 "$T/prog.out")"
-assert_ticks_continuous "$T/prog.out"
+restore_to_done "$pid" "$T/img.ckpt" "$T/prog.out"
 exit 0
