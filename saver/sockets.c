@@ -2,18 +2,18 @@
 /*
  * Sockets, once every process is known (files.c marks them IBCR_FD_UNIX
  * with only their inode; here they get their final kind and state).
- * sock_diag tells each one's family, type, state, names and UNIX peer;
- * a duplicate of the descriptor (pidfd_getfd) lets the saver read the
- * options and peek at the bytes waiting, which the process still gets.
+ * sock_diag tells each one's family, type, state, names, queue lengths
+ * and shut down directions; a duplicate of the descriptor (pidfd_getfd)
+ * lets the saver read the options (sockopt.c) and peek at what waits,
+ * which the process still gets. UNIX sockets: unix.c; netlink: netlink.c.
  *
- * Restorable: UNIX sockets connected to a peer in the image (or whose
- * peer is gone), listening UNIX and TCP sockets, bound or fresh ones,
- * datagram sockets connected to a named peer, UDP, established TCP
- * connections (tcp.c, repair mode: root). A socket leading outside the
- * image is a std stream on fds 0-2, and refused elsewhere; a TCP
- * connection opening or closing is refused; --tcp-close gives TCP
- * connections up (restored as unconnected sockets: the program sees
- * them broken).
+ * Here: the network lock over the TCP connections (netlock.c), taken
+ * before the first is read; TCP listeners (refused with connections not
+ * accepted yet), connections in any state repair mode can rebuild
+ * (tcp.c), or given up (--tcp-close: restored as unconnected sockets);
+ * UDP sockets with their datagrams and senders; raw and ICMP sockets
+ * (refused with packets waiting); sockets never bound. A socket leading
+ * outside the image is a std stream on fds 0-2, and refused elsewhere.
  */
 #include <errno.h>
 #include <fcntl.h>
