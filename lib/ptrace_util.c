@@ -55,6 +55,22 @@ int pt_wait(pid_t tid, int *status, struct ibcr_err *e)
 	return 0;
 }
 
+static int is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+/* The last stop signal a group stop (or a signal on its way in) showed. */
+static int group_stop_sig;
+
+int pt_group_stop_signal(void)
+{
+	int sig = group_stop_sig;
+
+	group_stop_sig = 0;
+	return sig;
+}
+
 int pt_interrupt(pid_t tid, struct ibcr_err *e)
 {
 	int st;
@@ -64,8 +80,12 @@ int pt_interrupt(pid_t tid, struct ibcr_err *e)
 	for (;;) {
 		if (pt_wait(tid, &st, e))
 			return -1;
-		if ((st >> 16) == PTRACE_EVENT_STOP)
+		if ((st >> 16) == PTRACE_EVENT_STOP) {
+			/* in a group stop, the stop reports its signal, else SIGTRAP */
+			if (is_stop_signal(WSTOPSIG(st)))
+				group_stop_sig = WSTOPSIG(st);
 			return 0;
+		}
 		/*
 		 * A signal was on its way in: let it be delivered (its
 		 * handler frame is set up, as without us) and take the
@@ -155,11 +175,6 @@ int pt_stop_signals_seen(void)
 	return n;
 }
 
-static int is_stop_signal(int sig)
-{
-	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
-}
-
 static int next_syscall_stop(pid_t tid, struct sysinfo_head *si, unsigned long *event,
 			     struct ibcr_err *e)
 {
@@ -180,6 +195,7 @@ static int next_syscall_stop(pid_t tid, struct sysinfo_head *si, unsigned long *
 		if (is_stop_signal(WSTOPSIG(st)) &&
 		    ((st >> 16) == 0 || (st >> 16) == PTRACE_EVENT_STOP)) {
 			stop_signals_seen++;
+			group_stop_sig = WSTOPSIG(st);
 			continue;
 		}
 		if (event && WSTOPSIG(st) == SIGTRAP && (st >> 16) &&
@@ -195,7 +211,7 @@ static int next_syscall_stop(pid_t tid, struct sysinfo_head *si, unsigned long *
 	}
 }
 
-int pt_run_until_syscall_exit(pid_t tid, long nr, struct ibcr_err *e)
+int pt_run_until_syscall_entry(pid_t tid, long nr, struct ibcr_err *e)
 {
 	struct sysinfo_head si = { 0 };
 
@@ -203,11 +219,23 @@ int pt_run_until_syscall_exit(pid_t tid, long nr, struct ibcr_err *e)
 		if (next_syscall_stop(tid, &si, NULL, e))
 			return -1;
 	} while (si.op != SYSINFO_ENTRY || (long)si.nr != nr);
+	return 0;
+}
+
+int pt_run_to_syscall_exit(pid_t tid, struct ibcr_err *e)
+{
+	struct sysinfo_head si = { 0 };
+
 	do {
 		if (next_syscall_stop(tid, &si, NULL, e))
 			return -1;
 	} while (si.op != SYSINFO_EXIT);
 	return 0;
+}
+
+int pt_run_until_syscall_exit(pid_t tid, long nr, struct ibcr_err *e)
+{
+	return pt_run_until_syscall_entry(tid, nr, e) || pt_run_to_syscall_exit(tid, e) ? -1 : 0;
 }
 
 int pt_inject_syscall_ev(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],

@@ -43,6 +43,12 @@ int pt_inject_syscall(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
  * syscalls went through since the last call; resets the count.
  */
 int pt_stop_signals_seen(void);
+/*
+ * The stop signal (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU) last shown by an
+ * interrupt stop in a group stop or by an injected call, 0 if none since
+ * the last call; resets it.
+ */
+int pt_group_stop_signal(void);
 
 /* The same, keeping the message of a PTRACE_EVENT stop (a traced clone's pid). */
 int pt_inject_syscall_ev(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
@@ -53,5 +59,8 @@ int pt_inject_syscall_ev(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
  * system call `nr` (stopped at its exit). Other syscalls pass.
  */
 int pt_run_until_syscall_exit(pid_t tid, long nr, struct ibcr_err *e);
+/* The two halves: to the entry of system call nr, then on to its exit. */
+int pt_run_until_syscall_entry(pid_t tid, long nr, struct ibcr_err *e);
+int pt_run_to_syscall_exit(pid_t tid, struct ibcr_err *e);
 
 #endif

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fdkinds.h"
 #include "loader.h"
 #include "netlock.h"
 #include "sockopt.h"
@@ -33,10 +34,18 @@ void run_child(struct restore *rs);
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: restart-loader [-v] [--stats] IMAGE\n"
+	fprintf(f, "usage: restart-loader [-v] [--stats] [--pid-ns] [--path-map OLD=NEW]... "
+		   "[--cpu-check=enabled|in-use] IMAGE\n"
 		   "       restart-loader --unlock-net IMAGE\n"
 		   "  -v, --verbose  say what could not be done as hoped\n"
 		   "      --stats    print the restore time and peak RSS (ibcr-stats: ...)\n"
+		   "      --path-map OLD=NEW\n"
+		   "                 restore the image's paths under OLD under NEW (repeatable)\n"
+		   "      --pid-ns   restore in a PID namespace of its own (and a user namespace\n"
+		   "                 when unprivileged): the original PIDs without privilege\n"
+		   "      --cpu-check=in-use\n"
+		   "                 require only the CPU state the threads hold, not all the\n"
+		   "                 saving kernel enabled (a program started with a baseline)\n"
 		   "      --unlock-net  restore nothing: let the packets of the image's TCP\n"
 		   "                 connections through again (their peers see them reset)\n");
 }
@@ -61,7 +70,7 @@ static void print_trace(int fd)
 }
 
 /* Exits the way a restored process did. */
-static __attribute__((noreturn)) void exit_like(int st)
+__attribute__((noreturn)) void exit_like(int st)
 {
 	if (WIFSIGNALED(st)) {
 		/* no core dump of ours: the program's own was made, or not */
@@ -255,12 +264,14 @@ static int wait_ready(struct job *j, uint32_t n)
 static __attribute__((noreturn)) void wait_all(struct job *j, uint32_t n)
 {
 	uint32_t left = 0, roots = 0;
+	pid_t *pids = xcalloc(n + 1, sizeof(*pids));
 
 	for (uint32_t i = 0; i < n; i++)
 		if (j[i].parent < 0 && j[i].child > 0)
-			left++, roots++;
+			pids[roots++] = j[i].child, left++;
 	signal(SIGINT, SIG_IGN);	/* terminal signals reach the processes */
 	signal(SIGQUIT, SIG_IGN);
+	init_forward(pids, roots);	/* a container's init passes them on */
 	while (left) {
 		int st;
 		pid_t pid = waitpid(-1, &st, 0);
@@ -297,23 +308,52 @@ static int open_image(const char *path, struct img_reader *r, struct ibcr_err *e
 }
 
 /* Everything that can be checked before anything changes. */
-static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files *files,
-		   int verbose, struct ibcr_err *e)
+/* The image's backing files: a self-contained image's put back first. */
+static int backing(struct img_reader *r, const struct ibcr_files *files,
+		   const struct pathmap *pm, struct selfc **sc, struct backing_ctx **bc,
+		   struct ibcr_err *e)
 {
+	static struct ibcr_backings b;
+
+	if (imgr_load_backing(r, &b, e))
+		return -1;
+	pathmap_backing(pm, &b);
+	if ((r->hdr.flags & IBCR_HDRF_SELF_CONTAINED) && selfc_prepare(r, &b, files, sc, e))
+		return -1;
+	*bc = backing_ctx(&b, selfc_trusted(*sc));
+	return 0;
+}
+
+static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files *files,
+		   const struct pathmap *pm, int verbose, int cpu_in_use, struct ibcr_err *e)
+{
+	struct backing_ctx *bc = NULL;
+	struct selfc *sc = NULL;
+
+	if (backing(r, files, pm, &sc, &bc, e) || preflight_files(files, e))
+		return -1;
 	for (uint32_t i = 0; i < r->hdr.nprocs; i++) {
 		struct job *x = &j[i];
 
 		x->rs = (struct restore){ .r = r, .ps = &x->ps, .proc = i, .exe_fd = -1,
-					  .verbose = verbose, .files = files };
+					  .verbose = verbose, .files = files, .jobs = j,
+					  .njobs = r->hdr.nprocs, .backing = bc,
+					  .cpu_in_use = cpu_in_use };
 		if (imgr_load_process(r, i, &x->ps, e))
+			return -1;
+		pathmap_process(pm, &x->ps);
+		if (selfc_process(sc, &x->ps, e))
 			return -1;
 		if (is_zombie(x))
 			continue;
-		if (preflight(&x->rs, e))
+		if (preflight(&x->rs, e) || creds_preflight(&x->rs, e))
 			return -1;
-		x->rs.set_creds = geteuid() == 0 && (x->ps.rec.uid[0] || x->ps.rec.uid[1] ||
-						     x->ps.rec.gid[0] || x->ps.rec.gid[1]);
-		verbs_pokes(&x->rs);
+		if (verbs_pokes(&x->rs, e))
+			return -1;
+		/* as the root of a user namespace, the saved ids must be mapped */
+		if (geteuid() == 0 && (x->ps.rec.uid[0] || x->ps.rec.uid[1] || x->ps.rec.gid[0] ||
+				       x->ps.rec.gid[1]) && userns_check_creds(&x->ps, e))
+			return -1;
 	}
 	return 0;
 }
@@ -372,6 +412,9 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "unlock-net", no_argument, NULL, 'U' },
+		{ "path-map", required_argument, NULL, 'M' },
+		{ "pid-ns", no_argument, NULL, 'N' },
+		{ "cpu-check", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -385,7 +428,9 @@ int main(int argc, char **argv)
 	struct ibcr_sysv sysv;
 	struct ibcr_sysvipc ipc;
 	struct job *j;
-	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL, unlock = 0, locked;
+	struct pathmap pm = { 0 };
+	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL, pidns = 0;
+	int cpu_in_use = 0, unlock = 0, locked;
 
 	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
 		if (opt == 'v')
@@ -394,7 +439,19 @@ int main(int argc, char **argv)
 			stats = 1;
 		else if (opt == 'U')
 			unlock = 1;
-		else {
+		else if (opt == 'N')
+			pidns = 1;
+		else if (opt == 'C' && (!strcmp(optarg, "in-use") || !strcmp(optarg, "enabled")))
+			cpu_in_use = !strcmp(optarg, "in-use");
+		else if (opt == 'C') {
+			fprintf(stderr, "restart-loader: --cpu-check=%s: expected enabled or in-use\n",
+				optarg);
+			return 2;
+		}
+		else if (opt == 'M' && pathmap_add(&pm, optarg, &e)) {
+			fprintf(stderr, "restart-loader: %s\n", e.msg);
+			return 2;
+		} else if (opt != 'M') {
 			usage(opt == 'h' ? stdout : stderr);
 			return opt == 'h' ? 0 : 2;
 		}
@@ -409,6 +466,10 @@ int main(int argc, char **argv)
 	 * every signal's saved action, this one included.
 	 */
 	signal(SIGPIPE, SIG_IGN);
+	if (pidns && pidns_enter(&e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
 	if (open_image(argv[optind], &r, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
@@ -421,8 +482,12 @@ int main(int argc, char **argv)
 		return unlock_net(&lock, locked, argv[optind]);
 	j = xcalloc(r.hdr.nprocs, sizeof(*j));
 	if (imgr_load_files(&r, &files, &e) ||
-	    imgr_load_sockopts(&r, files.nobjs, &sockopts, &e) || preflight_files(&files, &e) ||
-	    prepare(&r, j, &files, verbose, &e)) {
+	    imgr_load_sockopts(&r, files.nobjs, &sockopts, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
+	pathmap_files(&pm, &files);
+	if (prepare(&r, j, &files, &pm, verbose, cpu_in_use, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
@@ -456,8 +521,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	t_filled = now_ms();
-	/* every process is ready: connections go live, their packets flow again */
-	if (refill_unix(j, r.hdr.nprocs, &files, obj_fds, &e) ||
+	/*
+	 * every process exists: I/O signal owners, leases (before any resumes);
+	 * UNIX queues refilled, connections go live, their packets flow again
+	 */
+	if (fdattr_finish(j, r.hdr.nprocs, &files, obj_fds, &e) ||
+	    refill_unix(j, r.hdr.nprocs, &files, obj_fds, &e) ||
 	    tcp_finish(&files, obj_fds, &e) || tcp_replay(&files, obj_fds, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		kill_all(j, r.hdr.nprocs);
@@ -477,10 +546,15 @@ int main(int argc, char **argv)
 		written += j[i].pages.written;
 		if (j[i].pages_open)
 			pages_close(&j[i].pages);
-		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose, &e))
+		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose, &e)) {
 			fprintf(stderr, "restart-loader: pid %d: %s\n", j[i].ps.rec.pid, e.msg);
+			kill_all(j, r.hdr.nprocs);
+			return 1;
+		}
+		/* it was stopped (Ctrl-Z: SIGTSTP): still is, by the same signal */
 		if (j[i].ps.rec.flags & IBCR_PROCF_STOPPED)
-			kill(j[i].child, SIGSTOP);	/* it was stopped (Ctrl-Z): still is */
+			kill(j[i].child, j[i].ps.pattrs.stop_sig ? (int)j[i].ps.pattrs.stop_sig
+								 : SIGSTOP);
 		close(j[i].status_fd);
 		close(j[i].control_fd);
 	}

@@ -2,7 +2,8 @@
 /*
  * State that only the process itself can read (signal actions, the
  * alternate signal stack, the clear_child_tid address, interval timers,
- * the program break) is read by running system calls inside it: each
+ * the program break, securebits, dumpable) is read by running system
+ * calls inside it, seccomp suspended for them (creds.c): each
  * thread is made to execute a syscall instruction found in its [vdso],
  * writing into a scratch page mapped for the purpose and removed after.
  */
@@ -99,6 +100,12 @@ static int inject(struct target *t, uint32_t thread, long nr, uint64_t a0,
 	return 0;
 }
 
+int inject_call(struct target *t, uint32_t thread, long nr, uint64_t a0, uint64_t a1,
+		uint64_t a2, uint64_t a3, long *ret, struct ibcr_err *e)
+{
+	return inject(t, thread, nr, a0, a1, a2, a3, ret, e);
+}
+
 static int read_sigactions(struct target *t, uint64_t scratch, struct ibcr_err *e)
 {
 	for (int sig = 1; sig <= IBCR_NSIG; sig++) {
@@ -124,6 +131,7 @@ static int read_thread_bits(struct target *t, uint32_t i, uint64_t scratch,
 	} ss;
 	uint64_t ctid = 0;
 	int32_t cached = 0;
+	long bits;
 
 	if (inject(t, i, SYS_sigaltstack, 0, scratch, 0, 0, NULL, e) ||
 	    read_target(t, scratch, &ss, sizeof(ss), e))
@@ -135,6 +143,13 @@ static int read_thread_bits(struct target *t, uint32_t i, uint64_t scratch,
 	    read_target(t, scratch, &ctid, sizeof(ctid), e))
 		return -1;
 	rec->clear_child_tid = ctid;
+	/* securebits are per thread, and nowhere in /proc */
+	if (inject(t, i, SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, &bits, e))
+		return -1;
+	if (bits < 0)
+		return ibcr_fail(e, "pid %d thread %d: PR_GET_SECUREBITS inside the process: %s",
+				 (int)t->pid, t->tids[i], strerror((int)-bits));
+	t->ps.priv.creds[i].securebits = (uint32_t)bits;
 	/* glibc keeps the TID there, musl a lock word: write it back only if cached. */
 	if (ctid && !read_target(t, ctid, &cached, sizeof(cached), e) &&
 	    cached == t->tids[i])
@@ -144,7 +159,7 @@ static int read_thread_bits(struct target *t, uint32_t i, uint64_t scratch,
 
 static int read_process_bits(struct target *t, uint64_t scratch, struct ibcr_err *e)
 {
-	long brk;
+	long brk, dumpable;
 
 	for (int w = 0; w < 3; w++) {
 		int64_t it[4];
@@ -158,6 +173,12 @@ static int read_process_bits(struct target *t, uint64_t scratch, struct ibcr_err
 	if (inject(t, 0, SYS_brk, 0, 0, 0, 0, &brk, e))
 		return -1;
 	t->ps.rec.brk = (uint64_t)brk;
+	if (inject(t, 0, SYS_prctl, PR_GET_DUMPABLE, 0, 0, 0, &dumpable, e))
+		return -1;
+	if (dumpable < 0)
+		return ibcr_fail(e, "pid %d: PR_GET_DUMPABLE inside the process: %s",
+				 (int)t->pid, strerror((int)-dumpable));
+	t->ps.priv.hdr.dumpable = (uint32_t)dumpable;
 	return 0;
 }
 
@@ -180,6 +201,8 @@ int capture_injected(struct target *t, struct ibcr_err *e)
 	for (uint32_t i = 0; i < t->nthreads; i++)
 		if (read_thread_bits(t, i, (uint64_t)scratch, e))
 			goto out;
+	if (capture_attrs(t, (uint64_t)scratch, e))
+		goto out;
 	rc = 0;
 out:
 	/* Removed even on failure: the process must not keep our page. */

@@ -16,20 +16,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
+#include "external.h"
 #include "ptrace_util.h"
 #include "saver.h"
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: saver [--tree] [--kill | --stop] [--compress[=CODEC[:LEVEL]]] [--direct | --cached] -o IMAGE PID...\n"
+	fprintf(f, "usage: saver [--tree] [--kill | --stop] [--compress[=CODEC[:LEVEL]]] [--direct | --cached] [--external-fd SPEC]... [--self-contained] -o IMAGE PID...\n"
 		   "  -o, --output IMAGE  write the checkpoint to IMAGE\n"
 		   "  -t, --tree          also every descendant of each PID\n"
 		   "  -k, --kill          kill the processes once the image is complete\n"
 		   "      --tcp-close     give up established TCP connections (restored broken)\n"
 		   "      --unlock-net    remove network locks left by checkpoints that made\n"
 		   "                      no image (see restart-loader --unlock-net)\n"
+		   "      --external-fd [PID:]FD:close|null|inherit|tty\n"
+		   "                      what the restore puts at FD, which leads outside the\n"
+		   "                      image (of process PID, or of every one): nothing,\n"
+		   "                      /dev/null, restart-loader's own FD, or its terminal\n"
+		   "      --self-contained\n"
+		   "                      carry every mapped and open regular file in the image\n"
 		   "      --sysv-ipc=used|all\n"
 		   "                      SysV semaphore sets and queues to save: those the\n"
 		   "                      processes used last (default), or all they may use\n"
@@ -42,6 +50,8 @@ static void usage(FILE *f)
 		   "                      direct, a smaller one through the cache\n"
 		   "      --no-snapshot   keep them stopped while the image is written\n"
 		   "      --stats         print timings and sizes (ibcr-stats: ...) on stderr\n"
+		   "      --barrier CMD   one checkpoint of a job over several savers: run\n"
+		   "                      'CMD PHASE' where every node must be (docs/cli.md)\n"
 		   "  -h, --help          show this help\n");
 }
 
@@ -59,16 +69,20 @@ static int parse_pid(const char *s, pid_t *pid)
 /* Everything is read before anything is written: errors come early. */
 static int capture(struct target *t, struct fobjs *objs, struct ibcr_err *e)
 {
+	int sig;
+
 	pt_stop_signals_seen();
-	if (capture_regs(t, e) || capture_injected(t, e) ||
+	pt_group_stop_signal();
+	if (capture_regs(t, e) || capture_creds(t, e) || capture_injected(t, e) ||
 	    capture_threads(t, e) || capture_procinfo(t, e) || capture_files(t, objs, e) ||
 	    capture_locks(t, e) ||
 	    capture_memory_map(t, e))
 		return -1;
 	if (pt_stop_signals_seen())
 		t->stopped = 1;	/* a stop signal was on its way in */
-	if (t->stopped)
-		t->ps.rec.flags |= IBCR_PROCF_STOPPED;
+	if ((sig = pt_group_stop_signal()))
+		t->stop_sig = sig;
+	attrs_stop_state(t);
 	return 0;
 }
 
@@ -86,12 +100,24 @@ static int write_meta(struct img_writer *w, uint32_t idx, struct target *t,
 		rc = imgw_section(w, IBCR_SEC_THREAD, idx, NULL, b.p, b.len, e);
 	}
 	if (!rc)
+		rc = write_creds(t, idx, w, e);
+	if (!rc)
 		rc = imgw_section(w, IBCR_SEC_SIGACT, idx, NULL, t->ps.sigact,
 				  sizeof(t->ps.sigact), e);
 	if (!rc) {
 		b.len = 0;
 		enc_files(&b, &t->ps);
 		rc = imgw_section(w, IBCR_SEC_FILES, idx, NULL, b.p, b.len, e);
+	}
+	if (!rc) {
+		b.len = 0;
+		enc_pattrs(&b, &t->ps);
+		rc = imgw_section(w, IBCR_SEC_PATTRS, idx, NULL, b.p, b.len, e);
+	}
+	if (!rc) {
+		b.len = 0;
+		enc_tattrs(&b, &t->ps);
+		rc = imgw_section(w, IBCR_SEC_TATTRS, idx, NULL, b.p, b.len, e);
 	}
 	buf_free(&b);
 	return rc;
@@ -101,6 +127,7 @@ static int write_meta(struct img_writer *w, uint32_t idx, struct target *t,
 struct image_opt {
 	int codec, level;
 	enum { IO_AUTO, IO_DIRECT, IO_CACHED } io;
+	int self_contained;	/* --self-contained */
 };
 
 /* "zstd", "zlib", "zstd:3", ":9" (default codec), "" (default). */
@@ -167,21 +194,28 @@ static int write_net(struct img_writer *w, const struct fobjs *objs, struct ibcr
 }
 
 static int write_image(const char *out, struct target *t, uint32_t n,
-		       const struct fobjs *objs, const struct ibcr_sysv *sysv,
+		       struct fobjs *objs, const struct ibcr_sysv *sysv,
 		       const struct ibcr_sysvipc *ipc, const struct image_opt *c,
 		       uint64_t *direct_bytes, struct ibcr_err *e)
 {
 	struct img_writer w;
 	struct buf b = { 0 };
 	int want = c->io == IO_DIRECT || (c->io == IO_AUTO && image_direct(t, n));
+	struct backing_opt bo = { c->self_contained, c->codec, c->level, &objs->f };
 
-	if (imgw_open(&w, out, ibcr_host_arch(), n, want ? IMGW_DIRECT : 0, e))
+	if (imgw_open(&w, out, ibcr_host_arch(), n, (want ? IMGW_DIRECT : 0) |
+		      (c->self_contained ? IMGW_SELF_CONTAINED : 0), e))
 		return -1;
 	enc_fileobjs(&b, &objs->f);
 	if (imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p, b.len, e) ||
+	    filedata_write(&w, objs, e) ||
+	    (objs->f.nobjs && imgw_section(&w, IBCR_SEC_FILEATTRS, IBCR_PROC_NONE, NULL,
+					  objs->f.attrs, sizeof(*objs->f.attrs) * objs->f.nobjs,
+					  e)) ||
 	    write_net(&w, objs, e))
 		goto fail;
-	if (write_sysv(&w, sysv, ipc, e))
+	if (write_sysv(&w, sysv, ipc, e) || vdso_write_section(t, n, &w, e) ||
+	    backing_write(&w, t, n, &bo, e))
 		goto fail;
 	for (uint32_t i = 0; i < n; i++) {
 		b.len = 0;
@@ -296,7 +330,10 @@ int main(int argc, char **argv)
 		{ "tree", no_argument, NULL, 't' },
 		{ "tcp-close", no_argument, NULL, 'T' },
 		{ "unlock-net", no_argument, NULL, 'U' },
+		{ "external-fd", required_argument, NULL, 'X' },
+		{ "self-contained", no_argument, NULL, 'P' },
 		{ "sysv-ipc", required_argument, NULL, 'I' },
+		{ "barrier", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -305,11 +342,12 @@ int main(int argc, char **argv)
 	struct target *t;
 	struct ibcr_err e = { "" };
 	struct stats s = { .start = now_ms() };
-	struct image_opt comp = { IBCR_CODEC_RAW, 0, IO_AUTO };
+	struct image_opt comp = { IBCR_CODEC_RAW, 0, IO_AUTO, 0 };
 	struct fobjs objs = { 0 };
 	struct ibcr_sysv sysv = { 0 };
 	struct ibcr_sysvipc ipc = { 0 };
-	uint32_t n;
+	struct target *pre = NULL;	/* --tree: the shims quiesced before the stop */
+	uint32_t n, npre = 0;
 
 	while ((c = getopt_long(argc, argv, "o:ksth", opts, NULL)) != -1) {
 		switch (c) {
@@ -323,6 +361,15 @@ int main(int argc, char **argv)
 		case 't': tree = 1; break;
 		case 'T': objs.tcp_close = 1; break;
 		case 'U': return netlock_unlock_stale();
+		case 'X':
+			if (external_parse(optarg, &objs)) {
+				fprintf(stderr, "saver: --external-fd=%s: expected [PID:]FD:ACTION, "
+					"ACTION close, null, inherit or tty\n", optarg);
+				return 2;
+			}
+			break;
+		case 'B': coord_init(optarg); break;
+		case 'P': comp.self_contained = 1; break;
 		case 'I':
 			if (strcmp(optarg, "used") && strcmp(optarg, "all")) {
 				fprintf(stderr, "saver: --sysv-ipc=%s: expected used or all\n", optarg);
@@ -357,13 +404,24 @@ int main(int argc, char **argv)
 		}
 	}
 	for (uint32_t i = 0; i < n && !rc; i++)
-		rc = target_check(t[i].pid, &e) || verbs_find(&t[i], &e) ? -1 : 0;
-	/* Verbs users quiesce themselves first, while they still run. */
+		rc = target_check(t[i].pid, &e) || (!tree && verbs_find(&t[i], &e)) ? -1 : 0;
+	/* with --tree: the shim processes below, found while they run */
+	if (!rc && tree)
+		rc = verbs_tree_find(t, n, &pre, &npre, &e);
+	/* Verbs users quiesce themselves first, while they still run: no
+	 * signaled send outstanding anywhere (every node) before any drain. */
 	if (!rc)
-		rc = verbs_quiesce(t, n, &e);
+		rc = tree ? verbs_quiesce_sends(pre, npre, &e) : verbs_quiesce_sends(t, n, &e);
+	if (!rc)
+		rc = coord_barrier("sends", &e);
+	if (!rc)
+		rc = tree ? verbs_quiesce_drain(pre, npre, &e) : verbs_quiesce_drain(t, n, &e);
 	/* smaps walks every page: read it now, while they still run */
 	for (uint32_t i = 0; i < n && !rc && !tree && how == RELEASE_RUN && snapshots; i++)
 		vmflags_preread(&t[i]);
+	/* the mapped files' digests too: time they would cost in the freeze */
+	for (uint32_t i = 0; i < n && !rc; i++)
+		backing_prehash(t[i].pid);
 	s.frozen = now_ms();
 	/* All are stopped before any is read: one consistent point in time. */
 	if (tree && !rc)
@@ -371,11 +429,15 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < n && !rc && !tree; i++)
 		rc = target_seize(&t[i], &e);
 	s.seized = now_ms();
+	if (!rc)
+		rc = verbs_after_seize(t, n, pre, npre, &e);
 	/* in the image's copy of the wake pipe: the restored helper wakes */
 	for (uint32_t i = 0; i < n && !rc; i++)
 		verbs_wake(&t[i]);
 	for (uint32_t i = 0; i < n && !rc; i++)
 		rc = t[i].zombie ? 0 : capture(&t[i], &objs, &e);
+	if (!rc)
+		rc = attrs_check_tree(t, n, &e);
 	if (!rc)
 		shm_join_named(t, n);
 	if (!rc)
@@ -385,7 +447,8 @@ int main(int argc, char **argv)
 	if (!rc)	/* still stopped: the values and messages are theirs */
 		rc = sysvipc_capture(t, n, ipc_all, &ipc, &e);
 	s.captured = now_ms();
-	if (!rc && how == RELEASE_RUN && snapshots) {
+	/* files read while writing must not change: no snapshot then */
+	if (!rc && how == RELEASE_RUN && snapshots && !objs.keep_stopped) {
 		rc = snapshot_all(t, n, &e);
 		released = rc == 1;
 		if (released)
@@ -399,12 +462,19 @@ int main(int argc, char **argv)
 		rc = t[i].zombie ? 0 : vmflags_verify(&t[i], &e);
 	if (!rc)
 		rc = write_image(out, t, n, &objs, &sysv, &ipc, &comp, &s.direct_bytes, &e);
+	/* every node's image complete before any process is killed */
+	if (!rc && coord_barrier("written", &e)) {
+		rc = -1;
+		unlink(out);	/* not one image of an incomplete set */
+	}
 	s.written = now_ms();
 	for (uint32_t i = 0; i < n; i++)
 		snapshot_destroy(&t[i]);
+	filedata_free(&objs);
 	if (rc) {
 		fprintf(stderr, "saver: %s\n", e.msg);
 		how = RELEASE_RUN;	/* never kill what we could not save */
+		coord_abort(e.msg);	/* nor let the job's other nodes */
 	}
 	if (!released) {
 		s.released = now_ms();
@@ -414,6 +484,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "saver: --tcp-close: %u TCP connection(s) given up: a restore "
 			"brings them back unconnected%s\n", objs.given_up,
 			how == RELEASE_KILL ? "; their peers see them closed now" : "");
+	verbs_release(pre, npre);	/* quiesced but never adopted (a failure) */
 	if (stats && !rc)
 		print_stats(&s, t, n, out);
 	return rc ? 1 : 0;

@@ -134,11 +134,15 @@ static int classify_file(struct target *t, const struct maps_entry *m,
 		shm_identity(m, v);
 		return 0;
 	}
-	if (m->shared && deleted)
-		return REGION_FAIL("shared mapping of a deleted file: not supported yet");
+	if (m->shared && !strncmp(p, "/[aio]", 6))
+		return REGION_FAIL("the ring of an aio context (io_setup): not supported");
 	if (deleted || !strncmp(p, "/memfd:", 7)) {
-		v->kind = IBCR_VMA_ANON;	/* private copy of a vanished file */
+		/* a private copy of a vanished file, unless a file object of the */
+		/* image is that file: then mapped from it (delmap.c decides) */
+		v->kind = m->shared ? IBCR_VMA_FILE : IBCR_VMA_ANON;
 		v->flags |= IBCR_VMAF_DELETED;
+		v->file_dev = makedev(m->dev_major, m->dev_minor);
+		v->file_ino = m->ino;
 		return 0;
 	}
 	if (stat(p, &st) || st.st_ino != m->ino)
@@ -163,8 +167,10 @@ static int classify_file(struct target *t, const struct maps_entry *m,
 }
 
 /*
- * libc keeps pointers into the [vdso], so a restore must find the very
- * same one: its CRC goes where files keep their identity (file_ino).
+ * libc keeps pointers into the [vdso]: a restore on the same kernel
+ * finds the very same one (its CRC goes where files keep their
+ * identity, file_ino), one on another kernel needs its bytes to
+ * redirect them (the VDSO section, saver/vdso.c).
  */
 static int vdso_identity(struct target *t, struct ibcr_vma *v, struct ibcr_err *e)
 {
@@ -174,7 +180,11 @@ static int vdso_identity(struct target *t, struct ibcr_vma *v, struct ibcr_err *
 
 	if (!rc)
 		v->file_ino = crc32c(0, code, n);
-	free(code);
+	free(t->vdso);
+	t->vdso = rc ? NULL : code;
+	t->vdso_len = rc ? 0 : n;
+	if (rc)
+		free(code);
 	return rc;
 }
 

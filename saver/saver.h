@@ -23,15 +23,21 @@ struct target {
 	int zombie;		/* exited, not reaped: only its record is saved */
 	int tree;		/* saved with its descendants (--tree) */
 	int stopped;		/* stopped by job control: saved, and left, so */
+	int stop_sig;		/* the signal that stopped it, when known */
 	uint64_t syscall_insn;	/* a syscall instruction in its [vdso] */
 	int memfd;		/* /proc/PID/mem (of mem_pid when set) */
 	pid_t mem_pid;		/* the copy-on-write snapshot memory is read from */
 	uint64_t verbs_addr;	/* the verbs shim's control object, or 0 */
-	struct ibcr_verbs_control *verbs;	/* its copy once quiesced */
+	struct ibcr_verbs_control *verbs;	/* its copy once quiesced; NULL: idle shim */
 	struct maps_entry *pre;	/* smaps read before the freeze (vmflags.c) */
 	size_t npre;
 	int vmflags_guessed;	/* vmas' flags from pre, to be verified */
 	uint32_t vmflags_fixed;	/* regions whose guessed flags were wrong */
+	unsigned long ptopts;	/* our ptrace options on it (creds.c: seccomp suspended) */
+	uint32_t tty_nr;	/* its controlling terminal (stat), 0: none */
+	int32_t tpgid;		/* that terminal's foreground group, or -1 */
+	uint8_t *vdso;		/* its [vdso]'s bytes (vdso_len), for a vdso proxy */
+	size_t vdso_len;
 	struct ibcr_process_state ps;
 };
 
@@ -45,9 +51,24 @@ enum { RELEASE_RUN, RELEASE_STOP, RELEASE_KILL };
 
 /* tree.c: --tree, a process and its descendants, stopped top-down */
 int tree_seize(struct target **t, uint32_t *n, struct ibcr_err *e);
+int tree_add_children(struct target **t, uint32_t *n, pid_t pid, pid_t tid,
+		      struct ibcr_err *e);
 
 /* inject.c: state only the process itself can read */
 int capture_injected(struct target *t, struct ibcr_err *e);
+/* A system call run by thread i of t; *ret its result, or NULL: fail on error. */
+int inject_call(struct target *t, uint32_t thread, long nr, uint64_t a0, uint64_t a1,
+		uint64_t a2, uint64_t a3, long *ret, struct ibcr_err *e);
+
+/* attrs.c: process and thread attributes (PATTRS, TATTRS); scratch: a page of t */
+int capture_attrs(struct target *t, uint64_t scratch, struct ibcr_err *e);
+/* Once captured: the stop state and the stop signals still queued. */
+void attrs_stop_state(struct target *t);
+/* Once all are captured: what the process tree cannot give back. */
+int attrs_check_tree(const struct target *t, uint32_t n, struct ibcr_err *e);
+
+/* rseq.c: a thread stopped inside an rseq critical section goes to its abort */
+int rseq_fixup(struct target *t, uint32_t i, struct ibcr_err *e);
 
 /* threads.c */
 int capture_regs(struct target *t, struct ibcr_err *e);
@@ -55,6 +76,20 @@ int capture_threads(struct target *t, struct ibcr_err *e);
 
 /* procinfo.c */
 int capture_procinfo(struct target *t, struct ibcr_err *e);
+/* limits.c: soft and hard resource limits, from /proc/PID/limits */
+int read_limits(pid_t pid, uint64_t rlim[IBCR_RLIM_NLIMITS][2], struct ibcr_err *e);
+
+/* creds.c: credentials and sandbox of every thread, before anything is injected */
+int capture_creds(struct target *t, struct ibcr_err *e);
+int write_creds(struct target *t, uint32_t proc, struct img_writer *w, struct ibcr_err *e);
+/* seccomp.c: every thread's filters into t->ps.priv */
+int capture_seccomp(struct target *t, struct ibcr_err *e);
+/* external.c: saver --external-fd [PID:]FD:ACTION (pid 0: every process) */
+struct ext_rule {
+	pid_t pid;
+	int fd;
+	uint32_t action;	/* enum ibcr_ext_action */
+};
 
 /* files.c: the image's open file descriptions, being collected */
 struct fobjs {
@@ -63,20 +98,28 @@ struct fobjs {
 	int *rep_fd;
 	uint32_t cap;
 	int tcp_close;		/* --tcp-close: give up established TCP */
+	struct ext_rule *ext;	/* --external-fd */
+	uint32_t next;
+	struct fdata *fdata;	/* per object: bytes of a deleted file or memfd */
+	uint64_t held_bytes;	/* of them, read in the freeze */
+	int keep_stopped;	/* some are read while writing: no snapshot */
 	int kill;		/* --kill: the network lock outlives the saver */
 	const char *image;	/* the image being made (named by the lock) */
 	uint32_t given_up;	/* TCP connections given up (--tcp-close) */
 	struct ibcr_sockopts sockopts;	/* every socket's options (SOCKOPTS) */
 };
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e);
+/* A new object of pid's fd (or -1: of no descriptor), path link; its index. */
+uint32_t fobjs_add(struct fobjs *o, pid_t pid, int fd, const char *link);
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e);
+/* filedata.c: FILEDATA (the files' bytes), then the objects' FILEATTRS */
+int filedata_write(struct img_writer *w, struct fobjs *o, struct ibcr_err *e);
+void filedata_free(struct fobjs *o);
 /*
  * A descriptor of the saver's own that the image holds without any of its
  * processes (one in flight in a socket): its object, shared or new.
  */
 int files_add_held(struct fobjs *o, int fd, uint32_t *obj, struct ibcr_err *e);
-/* A process outside the image with "KIND:[ino]" open (pipe, socket), or 0. */
-pid_t held_outside(const struct target *t, uint32_t n, const char *kind, uint64_t ino);
 /* fn for every "KIND:[ino]" descriptor outside the image, until it returns nonzero */
 void walk_outside(const struct target *t, uint32_t n, const char *kind,
 		  int (*fn)(void *arg, pid_t pid, uint64_t ino), void *arg);
@@ -104,13 +147,25 @@ int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
 
 /* verbs.c: processes running with the verbs shim */
 int verbs_find(struct target *t, struct ibcr_err *e);
-int verbs_quiesce(struct target *t, uint32_t n, struct ibcr_err *e);
+int verbs_quiesce_sends(struct target *t, uint32_t n, struct ibcr_err *e);
+int verbs_quiesce_drain(struct target *t, uint32_t n, struct ibcr_err *e);
 void verbs_release(struct target *t, uint32_t n);
 /* A byte for the shim's helper; written in the freeze, it wakes a restore */
 void verbs_wake(struct target *t);
 int verbs_owns_fd(const struct target *t, int fd);
 int verbs_write_section(struct target *t, uint32_t proc, struct img_writer *w,
 			struct ibcr_err *e);
+/* verbstree.c: the shim processes below --tree roots, found while running */
+int verbs_tree_find(const struct target *roots, uint32_t nroots, struct target **pre,
+		    uint32_t *npre, struct ibcr_err *e);
+/* Once all are stopped: adopt what was quiesced, refuse verbs state that was not. */
+int verbs_after_seize(struct target *t, uint32_t n, struct target *pre, uint32_t npre,
+		      struct ibcr_err *e);
+
+/* coord.c: one checkpoint over several savers (--barrier CMD) */
+void coord_init(const char *cmd);
+int coord_barrier(const char *phase, struct ibcr_err *e);
+void coord_abort(const char *msg);
 
 /* sockets.c: every socket's final kind, state and queued bytes */
 int sockets_finish(struct fobjs *o, struct ibcr_err *e);
@@ -153,6 +208,21 @@ int sysvipc_capture(const struct target *t, uint32_t n, int all, struct ibcr_sys
 int snapshot_create(struct target *t, struct ibcr_err *e);
 void snapshot_kill(struct target *t);
 void snapshot_destroy(struct target *t);
+
+/* vdso.c: the saving kernel's [vdso] bytes, for a restore on another kernel */
+int vdso_write_section(const struct target *t, uint32_t n, struct img_writer *w,
+		       struct ibcr_err *e);
+
+/* backing.c: the files they map, with what a restore recognises them by */
+struct backing_opt {
+	int self_contained;	/* --self-contained: carry them, and open files */
+	int codec, level;	/* their contents' compression */
+	const struct ibcr_files *files;	/* the image's open files */
+};
+int backing_write(struct img_writer *w, const struct target *t, uint32_t n,
+		  const struct backing_opt *o, struct ibcr_err *e);
+/* before the freeze: digests of the files pid maps now */
+void backing_prehash(pid_t pid);
 
 /* util */
 int read_target(struct target *t, uint64_t addr, void *buf, size_t len,

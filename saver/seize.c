@@ -153,6 +153,7 @@ int target_seize(struct target *t, struct ibcr_err *e)
 	t->tids[0] = t->pid;
 	t->seized[0] = 1;
 	t->nthreads = 1;
+	pt_group_stop_signal();
 	if (pt_interrupt(t->pid, e))
 		return -1;
 	do {
@@ -160,6 +161,10 @@ int target_seize(struct target *t, struct ibcr_err *e)
 		if (added < 0)
 			return -1;
 	} while (added);
+	/* in a group stop (also one a stop signal on its way in began): its signal */
+	t->stop_sig = pt_group_stop_signal();
+	if (t->stop_sig)
+		t->stopped = 1;
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)t->pid);
 	t->memfd = open(path, O_RDWR | O_CLOEXEC);
 	if (t->memfd < 0)
@@ -173,8 +178,10 @@ void target_release(struct target *t, int how)
 		return;
 	if (how == RELEASE_KILL && t->nthreads)
 		kill(t->pid, SIGKILL);
-	if (how == RELEASE_STOP || (how == RELEASE_RUN && t->stopped))
+	if (how == RELEASE_STOP)
 		kill(t->pid, SIGSTOP);
+	else if (how == RELEASE_RUN && t->stopped)	/* by its own stop signal */
+		kill(t->pid, t->stop_sig ? t->stop_sig : SIGSTOP);
 	for (uint32_t i = 0; i < t->nthreads; i++)
 		if (t->seized[i])
 			ptrace(PTRACE_DETACH, t->tids[i], NULL, NULL);

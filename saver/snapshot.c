@@ -45,12 +45,12 @@ int snapshot_create(struct target *t, struct ibcr_err *e)
 
 	if (!forks_faithfully(t))
 		return 0;
-	if (ptrace(PTRACE_SETOPTIONS, t->pid, 0,
-		   (void *)(long)(PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE)))
+	/* t->ptopts: our calls in it (and the clone) keep seccomp suspended */
+	if (ptrace(PTRACE_SETOPTIONS, t->pid, 0, (void *)(t->ptopts | PTRACE_O_TRACECLONE)))
 		return ibcr_fail_errno(e, errno, "pid %d: PTRACE_SETOPTIONS", (int)t->pid);
 	if (pt_inject_syscall_ev(t->pid, t->syscall_insn, SYS_clone, a, &ret, &child, e))
 		return -1;
-	ptrace(PTRACE_SETOPTIONS, t->pid, 0, (void *)(long)PTRACE_O_TRACESYSGOOD);
+	ptrace(PTRACE_SETOPTIONS, t->pid, 0, (void *)t->ptopts);
 	if (ret < 0 || !child) {
 		/* e.g. ENOMEM: no room to commit a copy; write while frozen */
 		fprintf(stderr, "saver: note: pid %d: no snapshot (%s); the process stays "
@@ -63,7 +63,7 @@ int snapshot_create(struct target *t, struct ibcr_err *e)
 		;	/* its first stop, before it ever runs */
 	/* if the saver dies, the copy must die too, never run on */
 	if (ptrace(PTRACE_SETOPTIONS, t->mem_pid, 0,
-		   (void *)(long)(PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL)))
+		   (void *)(t->ptopts | PTRACE_O_EXITKILL)))
 		return ibcr_fail_errno(e, errno, "pid %d: PTRACE_SETOPTIONS on its snapshot %d",
 				       (int)t->pid, (int)t->mem_pid);
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)t->mem_pid);
@@ -87,7 +87,7 @@ static void reap(struct target *t, pid_t child)
 	struct ibcr_err e;
 	long ret;
 
-	if (pt_seize(t->pid, PTRACE_O_TRACESYSGOOD, &e) || pt_interrupt(t->pid, &e))
+	if (pt_seize(t->pid, t->ptopts, &e) || pt_interrupt(t->pid, &e))
 		goto out;
 	if (!pt_getregs(t->pid, &r, &e) && (!arch_rewind_syscall(&r) || !pt_setregs(t->pid, &r, &e)))
 		pt_inject_syscall(t->pid, t->syscall_insn, SYS_wait4, a, &ret, &e);
