@@ -20,6 +20,7 @@
 
 #include "buf.h"
 #include "saver.h"
+#include "fdkinds.h"
 #include "sockets.h"
 
 #define MAX_GROUP_WORDS 64
@@ -83,7 +84,7 @@ int netlink_socket(struct fobjs *o, uint32_t i, struct ibcr_err *e)
 	struct sockaddr_nl self = { 0 }, peer = { 0 };
 	socklen_t sl = sizeof(self), pl = sizeof(peer), gl = MAX_GROUP_WORDS * 4;
 	uint32_t groups[MAX_GROUP_WORDS] = { 0 };
-	int fd = sock_grab(o->rep_pid[i], o->rep_fd[i], e), type = 0, proto = 0, rc = 0;
+	int fd = grab_fd(o->rep_pid[i], o->rep_fd[i], e), type = 0, proto = 0, rc = 0;
 	socklen_t tl = sizeof(type), prl = sizeof(proto);
 	char who[64], one;
 

@@ -23,12 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "saver.h"
 #include "sockdiag.h"
+#include "fdkinds.h"
 #include "sockets.h"
 
 #define TCP_ESTABLISHED_STATE 1
@@ -61,20 +61,6 @@ static int dump_all(struct socks *s, struct ibcr_err *e)
 		free(d);
 	}
 	return 0;
-}
-
-int sock_grab(pid_t pid, int fd, struct ibcr_err *e)
-{
-	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0), got;
-
-	if (pidfd < 0)
-		return ibcr_fail_errno(e, errno, "pid %d: pidfd_open", (int)pid);
-	got = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-	close(pidfd);
-	if (got < 0)
-		return ibcr_fail_errno(e, errno, "pid %d fd %d: getting a copy of its socket",
-				       (int)pid, fd);
-	return got;
 }
 
 long sock_object(const struct fobjs *o, uint64_t ino)
@@ -215,7 +201,7 @@ static int inet_socket(struct fobjs *o, uint32_t i, const struct socks *s,
 
 	if (role < 0 || (role == IBCR_SOCK_LISTEN && check_backlog(o, i, s, d, e)))
 		return -1;
-	if ((fd = sock_grab(o->rep_pid[i], o->rep_fd[i], e)) < 0)
+	if ((fd = grab_fd(o->rep_pid[i], o->rep_fd[i], e)) < 0)
 		return -1;
 	snprintf(who, sizeof(who), "pid %d fd %d", (int)o->rep_pid[i], o->rep_fd[i]);
 	ob->aux[1] = (uint64_t)d->family | (uint64_t)d->type << 8 | (uint64_t)role << 16;
@@ -292,7 +278,7 @@ static const struct sockdiag *unlisted(const struct fobjs *o, uint32_t i, struct
 {
 	int v[3] = { 0, 0, 0 }, opt[3] = { SO_DOMAIN, SO_TYPE, SO_PROTOCOL };
 	struct ibcr_err ignored;
-	int fd = sock_grab(o->rep_pid[i], o->rep_fd[i], &ignored);
+	int fd = grab_fd(o->rep_pid[i], o->rep_fd[i], &ignored);
 	socklen_t ll = sizeof(d->local), rl = sizeof(d->remote);
 
 	*domain = -1;

@@ -15,8 +15,6 @@ struct socks {
 };
 
 const struct sockdiag *sock_find(const struct socks *s, uint64_t ino);
-/* A descriptor of ours for the same socket (pidfd_getfd). */
-int sock_grab(pid_t pid, int fd, struct ibcr_err *e);
 /* The object of socket inode ino, or -1. */
 long sock_object(const struct fobjs *o, uint64_t ino);
 

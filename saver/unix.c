@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fdkinds.h"
 #include "sockets.h"
 
 #define LISTEN_STATE 10
@@ -263,7 +264,7 @@ int unix_socket(struct fobjs *o, uint32_t i, const struct socks *s,
 		return -1;
 	}
 	h.npending = role == IBCR_SOCK_LISTEN ? d->npending : 0;
-	if ((fd = sock_grab(o->rep_pid[i], o->rep_fd[i], e)) < 0)
+	if ((fd = grab_fd(o->rep_pid[i], o->rep_fd[i], e)) < 0)
 		return -1;
 	rc = sockopt_capture(fd, i, AF_UNIX, d->type, 0, 0, who, &o->sockopts, e);
 	if (!rc && role != IBCR_SOCK_LISTEN && (d->rq || d->type != SOCK_STREAM))
