@@ -52,6 +52,7 @@ enum ibcr_sec_type {
 	IBCR_SEC_SYSVMSG = 11,	/* image-wide: SysV message queues */
 	IBCR_SEC_CREDS = 12,	/* struct ibcr_creds_hdr + per-thread records */
 	IBCR_SEC_SECCOMP = 13,	/* struct ibcr_seccomp_hdr + filters + programs */
+	IBCR_SEC_COW = 24,	/* pages a process shares with its parent */
 	IBCR_SEC_PATTRS = 14,	/* struct ibcr_pattrs + cgroup path */
 	IBCR_SEC_TATTRS = 15,	/* struct ibcr_tattrs[nthreads] */
 	IBCR_SEC_FILEDATA = 16,	/* image-wide: bytes of deleted files and memfds */
@@ -790,6 +791,11 @@ enum ibcr_vma_kind {
 #define IBCR_VMAF_THP 0x400	/* had transparent huge pages (with */
 				/* IBCR_MADV_HUGEPAGE: filled so that the */
 				/* kernel gives them again) */
+#define IBCR_VMAF_COW 0x10000	/* ANON: some of its pages are its parent's, */
+				/* shared copy-on-write (COW section) */
+#define IBCR_VMAF_COWSRC 0x20000	/* ANON: children share some of its pages */
+#define IBCR_VMAF_DROPPABLE 0x40000	/* ANON: MAP_DROPPABLE (6.11): its pages */
+				/* may be dropped under memory pressure */
 
 /* madvise state (from smaps VmFlags). */
 #define IBCR_MADV_HUGEPAGE 0x1
@@ -817,6 +823,29 @@ struct ibcr_vma {
 		uint64_t file_mtime_ns;	/* FILE: the file's mtime */
 		uint64_t file_mode;	/* SHMEM with NAMED: its st_mode */
 	};
+};
+
+/*
+ * COW section, per process, after its VMAS: struct ibcr_cow_hdr, then
+ * nregions records, then nruns runs. Each record names a region (flag
+ * COW) and the region of the parent process (the process whose pid is
+ * this one's ppid; flag COWSRC) where it starts (it may end past it: a
+ * heap grows), and its runs, all within both regions:
+ * the pages that were the very same physical page in both, which the
+ * region's own page data does not hold. The region's other pages are
+ * its stored runs or were not there (zero).
+ */
+struct ibcr_cow_hdr {
+	uint32_t nregions;
+	uint32_t pad;
+	uint64_t nruns;
+	/* struct ibcr_cow_region[nregions], struct ibcr_run[nruns] */
+};
+
+struct ibcr_cow_region {
+	uint32_t vma;		/* index in this process's VMAS */
+	uint32_t src;		/* index in the parent's VMAS */
+	uint64_t run0, nruns;	/* its runs in this section's runs */
 };
 
 /* A run of stored pages: [addr, addr + npages * page_size). */

@@ -64,6 +64,10 @@ struct ibcr_process_state {
 	uint32_t nopaque;
 	struct ibcr_opaque *opaque;
 	struct ibcr_priv priv;
+	uint32_t ncow;		/* COW section: regions sharing pages with the parent */
+	struct ibcr_cow_region *cow;
+	uint64_t ncow_runs;
+	struct ibcr_run *cow_runs;
 	int has_attrs;		/* PATTRS and TATTRS: none in older images */
 	struct ibcr_pattrs pattrs;
 	char *cgroup;		/* its cgroup v2 path, or NULL */

@@ -60,6 +60,8 @@ struct restore {
 	struct vdso_proxy *vdso;	/* another kernel's vdso: the proxy (vdso.c) */
 	struct backing_ctx *backing;	/* the image's backing files (backing.c) */
 	int cpu_in_use;		/* --cpu-check=in-use */
+	uint64_t *cow_at;	/* per region: built at this address before */
+				/* forking (cow.c), or 0 */
 };
 
 /* creds.c: can the loader give every thread its credentials and sandbox? */
@@ -290,6 +292,17 @@ int shm_prepare(struct job *j, uint32_t n, const struct ibcr_sysv *sv, struct ib
 int shm_memfd(uint32_t i);
 void shm_remove_dead(const struct ibcr_sysv *sv);
 uint64_t shm_source(const struct restore *rs, const struct ibcr_vma *v);
+
+/* shm.c: region i of x's image, its saved start put at `at` */
+int region_fill_at(const struct job *x, uint32_t i, uint64_t at, struct ibcr_err *e);
+
+/* cow.c: pages shared copy-on-write with the parent, shared again by fork */
+int cow_prepare(struct job *j, uint32_t n, struct ibcr_err *e);
+int cow_build(const struct job *j, uint32_t n, uint32_t k, struct ibcr_err *e);
+/* The same in process k before it forks its children; exits on failure. */
+void cow_build_or_fail(const struct job *j, uint32_t n, uint32_t k);
+/* Where region vma was built, to be moved into place; 0: not so. */
+uint64_t cow_source(const struct restore *rs, uint32_t vma);
 
 /* sysvipc.c: SysV semaphore sets and message queues, before forking */
 int sysvipc_prepare(const struct ibcr_sysvipc *s, struct ibcr_err *e);

@@ -515,6 +515,10 @@ int main(int argc, char **argv)
 		j[i].rs.fd_base = base;
 	}
 	tree_link(j, r.hdr.nprocs);
+	if (cow_prepare(j, r.hdr.nprocs, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
 	t_prepared = now_ms();
 	if (tree_start(j, r.hdr.nprocs, base, verbose) || wait_ready(j, r.hdr.nprocs)) {
 		kill_all(j, r.hdr.nprocs);

@@ -82,8 +82,9 @@ static size_t hole_size(const struct restore *rs, size_t pg)
 	}
 	n += sizeof(((struct ibcr_proc *)0)->auxv) + IBCR_NSIG * sizeof(struct ibcr_sigaction);
 	n += (rs->nshm + 1) * sizeof(struct plan_range);	/* plan_shm */
-	/* plan_unmap: what it keeps (hole, specials, shm objects) and the gaps */
-	n += 2 * (3 + ps->nvmas + rs->nshm) * sizeof(struct plan_range);
+	/* plan_unmap: what it keeps (hole, specials, shm objects, the places */
+	/* cow.c built regions at) and the gaps */
+	n += 2 * (3 + 2 * (size_t)ps->nvmas + rs->nshm) * sizeof(struct plan_range);
 	n += creds_plan_size(rs);
 	for (uint32_t i = 0; i < rs->npokes; i++)
 		n += sizeof(struct plan_poke) + rs->pokes[i].len + PAD;
@@ -153,7 +154,7 @@ static int cmp_range(const void *x, const void *y)
  */
 static void plan_unmap(struct plan *p, struct arena *a, const struct restore *rs)
 {
-	size_t nk = 0, max = 2 + p->nspecial + rs->nshm;
+	size_t nk = 0, max = 2 + p->nspecial + rs->nshm + rs->ps->nvmas;
 	struct plan_range *keep = xmalloc(sizeof(*keep) * max);
 	struct plan_range *r = take(a, sizeof(*r) * (max + 1), 8);
 	uint64_t at = 0;
@@ -165,6 +166,11 @@ static void plan_unmap(struct plan *p, struct arena *a, const struct restore *rs
 	for (uint32_t i = 0; i < rs->nshm; i++)
 		keep[nk++] = (struct plan_range){ rs->shm[i].addr,
 						  rs->shm[i].addr + rs->shm[i].size };
+	for (uint32_t i = 0; i < rs->ps->nvmas; i++)
+		if (cow_source(rs, i))	/* built before the fork, moved into place */
+			keep[nk++] = (struct plan_range){ cow_source(rs, i), cow_source(rs, i) +
+							  rs->ps->vmas[i].end -
+							  rs->ps->vmas[i].start };
 	qsort(keep, nk, sizeof(keep[0]), cmp_range);
 	p->unmap = r;
 	for (size_t i = 0; i < nk; i++) {
@@ -190,7 +196,10 @@ static void plan_vmas(struct plan *p, struct arena *a, struct restore *rs)
 
 		pv[i] = (struct plan_vma){
 			.start = v->start, .end = v->end, .pgoff = v->pgoff,
-			.prot = v->prot, .flags = v->flags, .kind = v->kind,
+			.prot = v->prot, .kind = v->kind,
+			/* how it was built is no flag of the region's (could_merge) */
+			.flags = v->flags & ~(uint32_t)(IBCR_VMAF_COW | IBCR_VMAF_COWSRC),
+			.cow_src = cow_source(rs, i),
 			.madv = v->madv, .fd = rs->map_fds[i], .data_crc = v->data_crc,
 			.shm_src = shm_source(rs, v),
 			.runs = runs + v->run0, .nruns = v->nruns,

@@ -191,6 +191,7 @@ static __attribute__((noreturn)) void run_process(struct job *j, uint32_t n, uin
 	/* a session's terminal before its members: they get it when forked */
 	if (pty_ctty_take(&j[i].rs, &e))
 		child_fail(j[i].rs.status_fd, &e);
+	cow_build_or_fail(j, n, i);	/* before the children inherit it */
 	/* group leaders first: the others may join their groups */
 	for (int pass = 0; pass < 2; pass++)
 		for (uint32_t c = 0; c < n; c++)

@@ -231,6 +231,7 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 		snapshot_kill(&t[i]);
 		enc_vmas(&b, &t[i].ps);
 		if (imgw_section(&w, IBCR_SEC_VMAS, i, NULL, b.p, b.len, e) ||
+		    cow_write_section(&t[i], i, &w, e) ||
 		    verbs_write_section(&t[i], i, &w, e))
 			goto fail;
 	}
@@ -275,9 +276,8 @@ static void release_all(struct target *t, uint32_t n, int how, const char *image
  */
 static int snapshot_all(struct target *t, uint32_t n, struct ibcr_err *e)
 {
-	for (uint32_t i = 0; i < n; i++)
-		if (!t[i].zombie && snapshot_create(&t[i], e))
-			return -1;
+	if (snapshot_create_all(t, n, e))
+		return -1;
 	for (uint32_t i = 0; i < n; i++)
 		if (!t[i].zombie && !t[i].mem_pid)
 			return 0;
@@ -422,10 +422,14 @@ int main(int argc, char **argv)
 	/* the mapped files' digests too: time they would cost in the freeze */
 	for (uint32_t i = 0; i < n && !rc; i++)
 		backing_prehash(t[i].pid);
+	if (!rc && tree && how == RELEASE_RUN && snapshots)
+		tree_preread(t, n);
 	s.frozen = now_ms();
 	/* All are stopped before any is read: one consistent point in time. */
 	if (tree && !rc)
 		rc = tree_seize(&t, &n, &e);
+	if (tree && !rc)
+		tree_adopt_preread(t, n);
 	for (uint32_t i = 0; i < n && !rc && !tree; i++)
 		rc = target_seize(&t[i], &e);
 	s.seized = now_ms();
@@ -440,6 +444,10 @@ int main(int argc, char **argv)
 		rc = attrs_check_tree(t, n, &e);
 	if (!rc)
 		shm_join_named(t, n);
+	if (!rc)
+		rc = cow_find(t, n, &e);
+	if (!rc)
+		shm_decide_refs(t, n);
 	if (!rc)
 		rc = files_finish(t, n, &objs, &e);
 	if (!rc)

@@ -38,7 +38,24 @@ struct target {
 	int32_t tpgid;		/* that terminal's foreground group, or -1 */
 	uint8_t *vdso;		/* its [vdso]'s bytes (vdso_len), for a vdso proxy */
 	size_t vdso_len;
+	struct cow_map *cow;	/* regions sharing pages with the parent (cow.c) */
+	uint32_t ncow;
+	struct shm_copy *shmcopy;	/* shared memory copied in the freeze */
+	uint32_t nshmcopy;
 	struct ibcr_process_state ps;
+};
+
+/* shmsnap.c: a shared region's data as it was in the freeze */
+struct shm_copy {
+	uint32_t vma;
+	uint8_t *buf;		/* the region's bytes, from its start */
+	uint64_t *bits;		/* pages that held data */
+};
+
+/* cow.c: region vma's pages that are its parent's region src's */
+struct cow_map {
+	uint32_t vma, src;
+	uint64_t *bits;		/* one bit a page of the region */
 };
 
 /* seize.c */
@@ -56,6 +73,11 @@ int tree_add_children(struct target **t, uint32_t *n, pid_t pid, pid_t tid,
 
 /* inject.c: state only the process itself can read */
 int capture_injected(struct target *t, struct ibcr_err *e);
+#define SCRATCH_SIZE 8192	/* the page injected calls write into */
+#define SCRATCH_SLOTS (SCRATCH_SIZE / 64)	/* calls of one round (injectall.c) */
+/* injectall.c: signal actions, and each thread's altstack and TID address */
+int read_sigactions_all(struct target *t, uint64_t scratch, struct ibcr_err *e);
+int read_threads_all(struct target *t, uint64_t scratch, struct ibcr_err *e);
 /* A system call run by thread i of t; *ret its result, or NULL: fail on error. */
 int inject_call(struct target *t, uint32_t thread, long nr, uint64_t a0, uint64_t a1,
 		uint64_t a2, uint64_t a3, long *ret, struct ibcr_err *e);
@@ -138,9 +160,12 @@ void vmflags_preread(struct target *t);
 int vmflags_layout(struct target *t, struct maps_entry **m, size_t *n,
 		   struct ibcr_err *e);
 int vmflags_verify(struct target *t, struct ibcr_err *e);
+/* treepre.c: the same for a tree (--tree), taken by each member after its freeze */
+void tree_preread(const struct target *t, uint32_t n);
+void tree_adopt_preread(struct target *t, uint32_t n);
 /* direct.c: whether the image should go past the page cache (--direct) */
 int image_direct(const struct target *t, uint32_t n);
-/* Makes every mapping of a file saved as shared memory one (NAMED). */
+/* shmobj.c: makes every mapping of a file saved as shared memory one (NAMED). */
 void shm_join_named(struct target *t, uint32_t n);
 int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
 		 int codec, int level, struct ibcr_err *e);
@@ -204,8 +229,23 @@ int sysv_capture(const struct target *t, uint32_t n, struct ibcr_sysv *out,
 int sysvipc_capture(const struct target *t, uint32_t n, int all, struct ibcr_sysvipc *out,
 		    struct ibcr_err *e);
 
+/* cow.c: pages shared copy-on-write with the parent, found while stopped */
+int cow_find(struct target *t, uint32_t n, struct ibcr_err *e);
+const uint64_t *cow_bits(const struct target *t, uint32_t vma);
+int cow_write_section(struct target *t, uint32_t proc, struct img_writer *w,
+		      struct ibcr_err *e);
+
+/* shmobj.c: which shared regions hold their object's data (before shm_copy_all) */
+void shm_decide_refs(struct target *t, uint32_t n);
+/* shmsnap.c: 0 copied, 1 no memory for it (no snapshot then), -1 error */
+int shm_copy_all(struct target *t, struct ibcr_err *e);
+/* Before the freeze: buffers for the shared memory of a layout read then */
+void shm_copy_reserve(const struct maps_entry *m, size_t n);
+const struct shm_copy *shm_copy_of(const struct target *t, uint32_t vma);
+void shm_copy_free(struct target *t, uint32_t vma);
+
 /* snapshot.c: a copy-on-write copy to write the image from */
-int snapshot_create(struct target *t, struct ibcr_err *e);
+int snapshot_create_all(struct target *t, uint32_t n, struct ibcr_err *e);
 void snapshot_kill(struct target *t);
 void snapshot_destroy(struct target *t);
 

@@ -29,6 +29,8 @@ static int has_tid(const struct target *t, pid_t tid)
 	return 0;
 }
 
+static int seize_new(struct target *t, struct ibcr_err *e);
+
 static int explain_seize_failure(pid_t pid, int err, struct ibcr_err *e)
 {
 	char path[64], *status = NULL, *tp;
@@ -51,8 +53,24 @@ static int explain_seize_failure(pid_t pid, int err, struct ibcr_err *e)
 	return ibcr_fail_errno(e, err, "pid %d: cannot attach", (int)pid);
 }
 
-/* One pass over /proc/PID/task; returns how many threads were new. */
+/*
+ * One pass over /proc/PID/task; returns how many threads were new. Each
+ * new thread is seized and interrupted, and only then are they waited
+ * for, together: a busy thread stops only once it gets a CPU, and 24
+ * busy threads on 2 CPUs, waited for one by one, took seconds.
+ */
 static int seize_pass(struct target *t, struct ibcr_err *e)
+{
+	uint32_t first = t->nthreads;
+	int added = seize_new(t, e);
+
+	for (uint32_t i = first; added > 0 && i < t->nthreads; i++)
+		if (pt_interrupt_wait(t->tids[i], e))
+			return -1;
+	return added;
+}
+
+static int seize_new(struct target *t, struct ibcr_err *e)
 {
 	char path[64];
 	struct dirent *d;
@@ -79,7 +97,8 @@ static int seize_pass(struct target *t, struct ibcr_err *e)
 		t->tids[t->nthreads] = tid;
 		t->seized[t->nthreads] = 1;
 		t->nthreads++;
-		if (pt_interrupt(tid, e)) {
+		if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL)) {
+			ibcr_fail_errno(e, errno, "thread %d: PTRACE_INTERRUPT", (int)tid);
 			closedir(dir);
 			return -1;
 		}

@@ -173,9 +173,12 @@ static void print_vmas(const struct ibcr_process_state *ps)
 		const struct ibcr_vma *v = &ps->vmas[i];
 		char kind[32];
 
-		/* +thp: it had transparent huge pages, and gets them again */
-		snprintf(kind, sizeof(kind), "%s%s", kind_name(v),
-			 (v->flags & IBCR_VMAF_THP) ? "+thp" : "");
+		/* +thp: it had transparent huge pages, and gets them again; */
+		/* +cow: some pages are its parent's, +cowsrc: children share some */
+		snprintf(kind, sizeof(kind), "%s%s%s%s", kind_name(v),
+			 (v->flags & IBCR_VMAF_THP) ? "+thp" : "",
+			 (v->flags & IBCR_VMAF_COW) ? "+cow" : "",
+			 (v->flags & IBCR_VMAF_COWSRC) ? "+cowsrc" : "");
 		printf("    %012llx-%012llx %c%c%c%c %-11s %10llu  %s\n",
 		       (unsigned long long)v->start, (unsigned long long)v->end,
 		       (v->prot & PROT_READ) ? 'r' : '-', (v->prot & PROT_WRITE) ? 'w' : '-',

@@ -38,6 +38,7 @@ struct plan_vma {
 	int32_t fd;		/* backing file opened by the loader, or -1 */
 	uint32_t pad;
 	uint64_t shm_src;	/* shared object's pages in the loader's mapping, or 0 */
+	uint64_t cow_src;	/* built there, filled (loader/cow.c): moved, or 0 */
 	uint32_t data_crc;
 	const struct ibcr_run *runs;
 	uint64_t nruns;
