@@ -15,9 +15,11 @@
 #define IBCR_MAGIC "IBCRIMG\n"
 /*
  * 2: page data checked with XXH64; 3: a region's page sum adds up
- * independent per-page terms (xxh64.h)
+ * independent per-page terms (xxh64.h); 4: credentials, attributes,
+ * deleted files' data, socket options and layouts, copy-on-write
+ * sharing, backing files and the vdso (sections 12-24)
  */
-#define IBCR_VERSION 3
+#define IBCR_VERSION 4
 
 enum ibcr_arch {
 	IBCR_ARCH_X86_64 = 1,
