@@ -27,6 +27,7 @@
 #include "buf.h"
 #include "fdkinds.h"
 #include "loader.h"
+#include "stream.h"
 
 void run_child(struct restore *rs);
 
@@ -377,7 +378,7 @@ int main(int argc, char **argv)
 		{ 0 }
 	};
 	double start = now_ms(), t_prepared, t_filled;
-	uint64_t copied = 0, written = 0;	/* page data we put in */
+	uint64_t copied = 0, written = 0, direct = 0;	/* page data we put in, read direct */
 	struct img_reader r;
 	struct ibcr_err e = { "" };
 	struct ibcr_files files;
@@ -461,6 +462,7 @@ int main(int argc, char **argv)
 		j[i].rs.fd_base = base;
 	}
 	tree_link(j, r.hdr.nprocs);
+	stream_decide(j, r.hdr.nprocs, r.fd, verbose);
 	if (cow_prepare(j, r.hdr.nprocs, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
@@ -487,6 +489,7 @@ int main(int argc, char **argv)
 			continue;
 		copied += j[i].pages.copied;
 		written += j[i].pages.written;
+		direct += stream_direct_bytes(j[i].pages.stream);
 		if (j[i].pages_open)
 			pages_close(&j[i].pages);
 		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose, &e)) {
@@ -506,10 +509,10 @@ int main(int argc, char **argv)
 
 		getrusage(RUSAGE_SELF, &ru);
 		fprintf(stderr, "ibcr-stats: restore_ms=%.1f prepare_ms=%.1f memory_ms=%.1f "
-			"finish_ms=%.1f peak_rss_kb=%ld uffd_kb=%llu written_kb=%llu\n",
+			"finish_ms=%.1f peak_rss_kb=%ld uffd_kb=%llu written_kb=%llu direct_kb=%llu\n",
 			now_ms() - start, t_prepared - start, t_filled - t_prepared,
 			now_ms() - t_filled, ru.ru_maxrss, (unsigned long long)copied >> 10,
-			(unsigned long long)written >> 10);
+			(unsigned long long)written >> 10, (unsigned long long)direct >> 10);
 	}
 	wait_all(j, r.hdr.nprocs);
 }

@@ -357,7 +357,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	p->control_fd = rs->control_fd;
 	p->flags = (rs->exact_pid ? PLAN_EXACT_TIDS : 0) |
 		   (trace_on() ? PLAN_TRACE : 0) |
-		   (rs->ps->nblocks ? PLAN_FILL_BY_LOADER : 0) |
+		   (rs->ps->nblocks || rs->stream_fill ? PLAN_FILL_BY_LOADER : 0) |
 		   (getenv("IBCR_NO_UFFD") ? PLAN_NO_UFFD : 0);
 	p->image_path = take_str(&a, rs->r->path);
 	p->bounce_len = BOUNCE;
