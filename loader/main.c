@@ -28,6 +28,8 @@
 #include "fdkinds.h"
 #include "loader.h"
 #include "stream.h"
+#include "netlock.h"
+#include "sockopt.h"
 
 void run_child(struct restore *rs);
 
@@ -35,6 +37,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: restart-loader [-v] [--stats] [--pid-ns] [--path-map OLD=NEW]... "
 		   "[--cpu-check=enabled|in-use] IMAGE\n"
+		   "       restart-loader --unlock-net IMAGE\n"
 		   "  -v, --verbose  say what could not be done as hoped\n"
 		   "      --stats    print the restore time and peak RSS (ibcr-stats: ...)\n"
 		   "      --path-map OLD=NEW\n"
@@ -43,7 +46,9 @@ static void usage(FILE *f)
 		   "                 when unprivileged): the original PIDs without privilege\n"
 		   "      --cpu-check=in-use\n"
 		   "                 require only the CPU state the threads hold, not all the\n"
-		   "                 saving kernel enabled (a program started with a baseline)\n");
+		   "                 saving kernel enabled (a program started with a baseline)\n"
+		   "      --unlock-net  restore nothing: let the packets of the image's TCP\n"
+		   "                 connections through again (their peers see them reset)\n");
 }
 
 static double now_ms(void)
@@ -366,11 +371,48 @@ static int fd_base(const struct job *j, uint32_t n)
 	return base;
 }
 
+/* UNIX queues, once the processes exist: their pids are the credentials'. */
+static int refill_unix(const struct job *j, uint32_t n, const struct ibcr_files *f,
+		       const int *fds, struct ibcr_err *e)
+{
+	int32_t *old = xcalloc(n + 1, sizeof(int32_t)), *now = xcalloc(n + 1, sizeof(int32_t));
+	struct pidmap pm = { n, old, now };
+	int rc;
+
+	for (uint32_t i = 0; i < n; i++) {
+		old[i] = j[i].ps.rec.pid;
+		now[i] = j[i].child > 0 ? j[i].child : j[i].ps.rec.pid;
+	}
+	rc = unix_refill(f, fds, &pm, e);
+	free(old);
+	free(now);
+	return rc;
+}
+
+/* --unlock-net: the image's connections are given up; their peers may go on. */
+static int unlock_net(const struct ibcr_netlock *lock, int locked, const char *image)
+{
+	struct ibcr_err e = { "" };
+
+	if (!locked) {
+		printf("%s holds no network lock\n", image);
+		return 0;
+	}
+	if (netlock_drop(lock->table, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
+	printf("%s: network lock %s removed (%u TCP connection(s) given up)\n", image,
+	       lock->table, lock->nconns);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "stats", no_argument, NULL, 'S' },
+		{ "unlock-net", no_argument, NULL, 'U' },
 		{ "path-map", required_argument, NULL, 'M' },
 		{ "pid-ns", no_argument, NULL, 'N' },
 		{ "cpu-check", required_argument, NULL, 'C' },
@@ -382,18 +424,22 @@ int main(int argc, char **argv)
 	struct img_reader r;
 	struct ibcr_err e = { "" };
 	struct ibcr_files files;
+	struct ibcr_sockopts sockopts;
+	struct ibcr_netlock lock;
 	struct ibcr_sysv sysv;
 	struct ibcr_sysvipc ipc;
 	struct job *j;
 	struct pathmap pm = { 0 };
 	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL, pidns = 0;
-	int cpu_in_use = 0;
+	int cpu_in_use = 0, unlock = 0, locked;
 
 	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
 		if (opt == 'v')
 			verbose = 1;
 		else if (opt == 'S')
 			stats = 1;
+		else if (opt == 'U')
+			unlock = 1;
 		else if (opt == 'N')
 			pidns = 1;
 		else if (opt == 'C' && (!strcmp(optarg, "in-use") || !strcmp(optarg, "enabled")))
@@ -429,8 +475,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
+	if (imgr_load_netlock(&r, &lock, &locked, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
+	if (unlock)
+		return unlock_net(&lock, locked, argv[optind]);
 	j = xcalloc(r.hdr.nprocs, sizeof(*j));
-	if (imgr_load_files(&r, &files, &e)) {
+	if (imgr_load_files(&r, &files, &e) ||
+	    imgr_load_sockopts(&r, files.nobjs, &sockopts, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
@@ -439,6 +492,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
+	files.sockopts = &sockopts;
 	/* checked, then made again: a conflict stops us before any change */
 	if (imgr_load_sysvipc(&r, &ipc, &e) || sysvipc_prepare(&ipc, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
@@ -473,12 +527,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	t_filled = now_ms();
-	/* every process exists: I/O signal owners, leases (before any resumes) */
-	if (fdattr_finish(j, r.hdr.nprocs, &files, obj_fds, &e)) {
+	/*
+	 * every process exists: I/O signal owners, leases (before any resumes);
+	 * UNIX queues refilled, connections go live, their packets flow again
+	 */
+	if (fdattr_finish(j, r.hdr.nprocs, &files, obj_fds, &e) ||
+	    refill_unix(j, r.hdr.nprocs, &files, obj_fds, &e) ||
+	    tcp_finish(&files, obj_fds, &e) || tcp_replay(&files, obj_fds, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		kill_all(j, r.hdr.nprocs);
 		return 1;
 	}
+	if (locked && netlock_drop(lock.table, &e))
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
 	shm_remove_dead(&sysv);
 	/* the processes have them: a pipe's end held here would hide its EOF */
 	for (uint32_t i = 0; i < files.nobjs; i++)

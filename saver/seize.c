@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -204,4 +205,34 @@ void target_release(struct target *t, int how)
 		if (t->seized[i])
 			ptrace(PTRACE_DETACH, t->tids[i], NULL, NULL);
 	t->released = 1;
+}
+
+/*
+ * After --kill: until the process has let go of its files (it is a
+ * zombie, or gone). The kernel frees a process's memory before it
+ * closes its descriptors, so a large one still holds its ports for a
+ * while after SIGKILL; a restart right after the saver returns must not
+ * find them taken by the original.
+ */
+void target_wait_dead(const struct target *t)
+{
+	char path[64], buf[512];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)t->pid);
+	for (int i = 0; i < 60000; i++) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+		const char *state;
+		struct timespec ms = { 0, 1000000 };
+
+		if (fd >= 0)
+			close(fd);
+		if (n <= 0)
+			return;		/* reaped */
+		buf[n] = 0;
+		state = strrchr(buf, ')');
+		if (!state || state[1] != ' ' || state[2] == 'Z' || state[2] == 'X')
+			return;
+		nanosleep(&ms, NULL);
+	}
 }

@@ -146,6 +146,15 @@ static void reap(struct target *t, pid_t child)
 	struct ibcr_err e;
 	long ret;
 
+	/*
+	 * Not released yet (a process of a tree that stayed stopped while
+	 * the image was written): still ours, stopped, its registers put
+	 * back; a seize would fail and leave the child a zombie.
+	 */
+	if (!t->released) {
+		pt_inject_syscall(t->pid, t->syscall_insn, SYS_wait4, a, &ret, &e);
+		return;
+	}
 	if (pt_seize(t->pid, t->ptopts, &e) || pt_interrupt(t->pid, &e))
 		goto out;
 	if (!pt_getregs(t->pid, &r, &e) && (!arch_rewind_syscall(&r) || !pt_setregs(t->pid, &r, &e)))
