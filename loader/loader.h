@@ -63,6 +63,7 @@ struct restore {
 	uint64_t *cow_at;	/* per region: built at this address before */
 				/* forking (cow.c), or 0 */
 	int stream_fill;	/* the loader fills its regions from the stream */
+	int lazy;		/* --lazy: regions may be filled once it runs (lazy.c) */
 };
 
 /* creds.c: can the loader give every thread its credentials and sandbox? */
@@ -217,7 +218,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 __attribute__((noreturn)) void child_fail(int fd, const struct ibcr_err *e);
 
 /* finalize.c (parent) */
-int finalize(pid_t child, int status_fd, int control_fd, int verbose,
+int finalize(pid_t child, int status_fd, int control_fd, int verbose, int keep,
 	     struct ibcr_err *e);
 
 /* pages.c (parent): fills the regions of a compressed image on request */
@@ -289,6 +290,7 @@ struct job {
 	int st, exited;
 	int pages_open;
 	struct pages pages;	/* compressed images: the filler */
+	struct lazy *lazy;	/* --lazy: its fill, once the core handed it over */
 };
 
 /* shm.c: shared memory objects, made once and handed down by fork */
