@@ -175,6 +175,11 @@ double lazy_fill_ms(const struct lazy *lz)
 	return lz->t_end - lz->t_start;
 }
 
+unsigned long long lazy_faults(const struct lazy *lz)
+{
+	return lz->faults;
+}
+
 void lazy_free(struct lazy *lz)
 {
 	if (!lz)

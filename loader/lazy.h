@@ -35,6 +35,8 @@ int lazy_done(const struct lazy *lz);
 void lazy_hold(struct lazy *lz, pid_t child, int *st, int *exited);
 /* Milliseconds from the start of the fill to its end, once over. */
 double lazy_fill_ms(const struct lazy *lz);
+/* The faults it served (the program ran on memory not yet there). */
+unsigned long long lazy_faults(const struct lazy *lz);
 void lazy_free(struct lazy *lz);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/userfaultfd.h>
 
@@ -276,7 +277,7 @@ static int drain(struct lazy *lz, int wait_ms)
 	ssize_t got;
 	size_t n = 0;
 
-	if (wait_ms && !lz->npend && poll(&pfd, 1, wait_ms) < 0 && errno != EINTR)
+	if (wait_ms && poll(&pfd, 1, wait_ms) < 0 && errno != EINTR)
 		return CP_GONE;
 	got = read(lz->ufd, m, sizeof(m));
 	if (got < 0 && errno != EAGAIN && errno != EINTR)
@@ -316,16 +317,45 @@ static int background(struct lazy *lz)
 	return 0;
 }
 
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/*
+ * IBCR_LAZY_SLOW_MS (tests): a background piece every so many ms at
+ * most, faults served meanwhile, so that a test's events land during
+ * the fill.
+ */
+static int pace(struct lazy *lz, double *next)
+{
+	double t;
+
+	while (lz->slow_ms && (t = now_ms()) < *next) {
+		int wait = (int)(*next - t) + 1;
+
+		if (drain(lz, lz->npend ? 0 : wait) == CP_GONE)
+			return CP_GONE;
+	}
+	*next = now_ms() + lz->slow_ms;
+	return CP_OK;
+}
+
 void lazy_fill(struct lazy *lz)
 {
+	double next = 0;
+
 	for (;;) {
-		int rc = drain(lz, lz->slow_ms);
+		int rc = drain(lz, 0);
 
 		if (rc == CP_GONE)
 			return;
 		if (rc == CP_EVENTS && !lz->npend)
 			continue;	/* faults first, events before any copy */
-		if (background(lz) <= 0)
+		if (pace(lz, &next) == CP_GONE || background(lz) <= 0)
 			return;
 	}
 }

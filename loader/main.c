@@ -593,8 +593,9 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < r.hdr.nprocs; i++) {
 		lazy_hold(j[i].lazy, j[i].child, &j[i].st, &j[i].exited);
 		if (stats && j[i].lazy)
-			fprintf(stderr, "ibcr-stats: lazy_fill_ms=%.1f full_ms=%.1f\n",
-				lazy_fill_ms(j[i].lazy), now_ms() - start);
+			fprintf(stderr, "ibcr-stats: lazy_fill_ms=%.1f full_ms=%.1f faults=%llu\n",
+				lazy_fill_ms(j[i].lazy), now_ms() - start,
+				(unsigned long long)lazy_faults(j[i].lazy));
 		lazy_free(j[i].lazy);
 		j[i].lazy = NULL;
 	}
