@@ -39,6 +39,8 @@ static long ext_find(const struct lazy *lz, uint64_t addr)
 {
 	size_t lo = 0, hi = lz->n;
 
+	if (!lz->ext)
+		return -1;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
@@ -106,7 +108,8 @@ static void ext_move(struct lazy *lz, uint64_t from, uint64_t to, uint64_t len)
 	ext_cut(lz, to, to + len);
 	for (size_t i = 0; i < k; i++)
 		ext_add(lz, moved[i].addr, moved[i].len, moved[i].doff, moved[i].region);
-	qsort(lz->ext, lz->n, sizeof(*lz->ext), by_addr);
+	if (lz->ext)
+		qsort(lz->ext, lz->n, sizeof(*lz->ext), by_addr);
 	free(moved);
 }
 

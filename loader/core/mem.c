@@ -449,10 +449,9 @@ static int map_one(struct plan *p, const struct plan_vma *prev, const struct pla
 		own_anon_vma(p, v);
 		lazy = core_lazy_register(p, lazy_fd, v);
 	}
-	if (lazy) {
-		crc = v->data_crc;	/* checked by the loader, chunk by chunk */
-	} else if (v->shm_src || v->cow_src) {
-		crc = v->data_crc;	/* filled, and checked, by the loader */
+	if (lazy || v->shm_src || v->cow_src) {
+		/* filled, and checked, by the loader (lazy: chunk by chunk, later) */
+		crc = v->data_crc;
 	} else if (v->data_len && (p->flags & PLAN_FILL_BY_LOADER)) {
 		ask_loader(p, v, prot & PROT_WRITE);
 		crc = v->data_crc;	/* checked by the loader */
