@@ -42,6 +42,7 @@ struct target {
 	uint32_t ncow;
 	struct shm_copy *shmcopy;	/* shared memory copied in the freeze */
 	uint32_t nshmcopy;
+	uint64_t cap_sums;	/* room in ps.sums (pagesums.c) */
 	struct ibcr_process_state ps;
 };
 
@@ -234,6 +235,11 @@ int cow_find(struct target *t, uint32_t n, struct ibcr_err *e);
 const uint64_t *cow_bits(const struct target *t, uint32_t vma);
 int cow_write_section(struct target *t, uint32_t proc, struct img_writer *w,
 		      struct ibcr_err *e);
+
+/* pagesums.c: a sum per chunk of page data stored raw, for lazy restores */
+void pagesum_add(struct target *t, uint64_t data_off, uint32_t term);
+int pagesums_write_section(struct target *t, uint32_t proc, struct img_writer *w,
+			   struct ibcr_err *e);
 
 /* shmobj.c: which shared regions hold their object's data (before shm_copy_all) */
 void shm_decide_refs(struct target *t, uint32_t n);
