@@ -81,6 +81,7 @@ struct plan;
 /* credplan.c: each thread's credentials and filters in the plan */
 size_t creds_plan_size(const struct restore *rs);
 void plan_creds(struct plan *p, struct arena *a, const struct restore *rs);
+void plan_creds_shared(struct plan *p, const struct restore *rs);
 
 /* tcp.c: established TCP connections, in repair mode until tcp_finish */
 int tcp_repair_on(int s);
