@@ -169,7 +169,10 @@ int find_free(const struct ibcr_process_state *const *ps, uint32_t nps, size_t s
 /* tree.c: processes come back as the tree they were */
 void tree_link(struct job *j, uint32_t n);
 int tree_start(struct job *j, uint32_t n, int base, int verbose);
-pid_t fork_as(pid_t want, int *exact, int verbose);
+/* ids.c: the saved pid when permitted (waiting a little for its old holder) */
+pid_t fork_as(const struct job *x, int *exact, int verbose);
+/* ids.c: says once which threads did not get their saved ids */
+void ids_report(const struct job *x);
 
 /* IBCR_TRACE set and not empty: report each step of the restore. */
 static inline int trace_on(void)

@@ -414,6 +414,7 @@ int main(int argc, char **argv)
 		written += j[i].pages.written;
 		if (j[i].pages_open)
 			pages_close(&j[i].pages);
+		ids_report(&j[i]);	/* its threads wait in the core: all there */
 		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose, &e))
 			fprintf(stderr, "restart-loader: pid %d: %s\n", j[i].ps.rec.pid, e.msg);
 		if (j[i].ps.rec.flags & IBCR_PROCF_STOPPED)

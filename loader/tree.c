@@ -24,30 +24,6 @@
 
 void run_child(struct restore *rs);
 
-/* fork() with the saved PID when permitted (CAP_CHECKPOINT_RESTORE). */
-pid_t fork_as(pid_t want, int *exact, int verbose)
-{
-	struct clone_args ca = { .exit_signal = SIGCHLD };
-	pid_t tid = want;
-	long pid;
-
-	ca.set_tid = (uint64_t)(uintptr_t)&tid;
-	ca.set_tid_size = 1;
-	pid = syscall(SYS_clone3, &ca, sizeof(ca));
-	if (pid >= 0) {
-		*exact = 1;
-		return (pid_t)pid;
-	}
-	if (errno == EEXIST)
-		fprintf(stderr, "restart-loader: pid %d is in use; restoring with a new "
-			"pid\n", (int)want);
-	else if (errno == EPERM || verbose)
-		fprintf(stderr, "restart-loader: not permitted to restore pid %d (%s); "
-			"restoring with a new pid\n", (int)want, strerror(errno));
-	*exact = 0;
-	return fork();
-}
-
 void tree_link(struct job *j, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
@@ -131,7 +107,7 @@ static __attribute__((noreturn)) void run_process(struct job *j, uint32_t n, uin
 
 		if (j[c].parent != (int)i)
 			continue;
-		pid = fork_as(j[c].ps.rec.pid, &j[c].rs.exact_pid, verbose);
+		pid = fork_as(&j[c], &j[c].rs.exact_pid, verbose);
 		if (pid < 0) {
 			perror("restart-loader: fork");
 			_exit(127);
@@ -184,7 +160,7 @@ int tree_start(struct job *j, uint32_t n, int base, int verbose)
 	for (uint32_t i = 0; i < n; i++) {
 		if (j[i].parent >= 0 || is_zombie(&j[i]))
 			continue;	/* a zombie without parent here: nobody to reap it */
-		j[i].child = fork_as(j[i].ps.rec.pid, &j[i].rs.exact_pid, verbose);
+		j[i].child = fork_as(&j[i], &j[i].rs.exact_pid, verbose);
 		if (j[i].child < 0) {
 			perror("restart-loader: fork");
 			return -1;

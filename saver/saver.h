@@ -38,6 +38,10 @@ struct target {
 int target_check(pid_t pid, struct ibcr_err *e);
 int target_seize(struct target *t, struct ibcr_err *e);
 void target_release(struct target *t, int how);
+/* After a failure: says so if it was because a process exited meanwhile */
+void explain_exited(const struct target *t, uint32_t n, struct ibcr_err *e);
+/* After --kill: waits (bounded) until the processes are gone, their pids free */
+void wait_gone(const struct target *t, uint32_t n);
 enum { RELEASE_RUN, RELEASE_STOP, RELEASE_KILL };
 
 /* tree.c: --tree, a process and its descendants, stopped top-down */

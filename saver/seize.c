@@ -13,11 +13,13 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "procfs.h"
 #include "ptrace_util.h"
+#include "guard.h"
 #include "saver.h"
 
 static int has_tid(const struct target *t, pid_t tid)
@@ -28,26 +30,165 @@ static int has_tid(const struct target *t, pid_t tid)
 	return 0;
 }
 
-static int explain_seize_failure(pid_t pid, int err, struct ibcr_err *e)
+/* What /proc/PID/stat says of a process: 0 when it is gone. */
+struct pstate {
+	char state;		/* R, S, D, T, Z, X... */
+	unsigned long flags;	/* the kernel's PF_* */
+	int exit_code;		/* as wait(2) reports it, for a zombie */
+};
+
+#define PF_EXITING 0x00000004
+#define PF_KTHREAD 0x00200000	/* the kernel's task flag, field 9 of stat */
+
+static int pstate_of(pid_t pid, struct pstate *ps)
 {
-	char path[64], *status = NULL, *tp;
-	int tracer = 0;
+	char path[64], *s = NULL, *p;
+	struct ibcr_err ignored;
+	const char *f;
+
+	memset(ps, 0, sizeof(*ps));
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (proc_read(path, &s, NULL, &ignored))
+		return 0;
+	p = strrchr(s, ')');
+	if (p && p[1] == ' ') {
+		ps->state = p[2];
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %lu", &ps->flags);
+		f = p + 2;	/* field 3; field 52 is exit_code */
+		for (int n = 3; n < 52 && f; n++)
+			f = strchr(f + 1, ' ');
+		ps->exit_code = f ? atoi(f + 1) : 0;
+	}
+	free(s);
+	return ps->state != 0;
+}
+
+/* A number from a "Name:\tvalue" line of /proc/PID/status, or -1. */
+static long status_field(pid_t pid, const char *name)
+{
+	char path[64], *s = NULL, *p;
+	struct ibcr_err ignored;
+	long v = -1;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (err == EPERM && !proc_read(path, &status, NULL, e) &&
-	    (tp = strstr(status, "TracerPid:")))
-		tracer = atoi(tp + 10);
-	free(status);
+	if (proc_read(path, &s, NULL, &ignored))
+		return -1;
+	p = strstr(s, name);
+	if (p)
+		v = strtol(p + strlen(name), NULL, 10);
+	free(s);
+	return v;
+}
+
+/* The process exited or is exiting: what to say instead of "cannot attach". */
+static int explain_gone(pid_t pid, struct ibcr_err *e)
+{
+	struct pstate ps;
+
+	if (!pstate_of(pid, &ps))
+		return ibcr_fail(e, "pid %d: exited during the checkpoint", (int)pid);
+	if (ps.state == 'Z' || ps.state == 'X') {
+		int c = ps.exit_code;
+
+		if (c & 0x7f)
+			return ibcr_fail(e, "pid %d: exited during the checkpoint (killed by "
+					 "signal %d)", (int)pid, c & 0x7f);
+		return ibcr_fail(e, "pid %d: exited during the checkpoint (status %d)",
+				 (int)pid, (c >> 8) & 0xff);
+	}
+	if (ps.flags & PF_EXITING)
+		return ibcr_fail(e, "pid %d: is exiting", (int)pid);
+	return 0;
+}
+
+static int has_cap_sys_ptrace(void)
+{
+	char *s = NULL, *p;
+	struct ibcr_err ignored;
+	unsigned long long caps = 0;
+
+	if (proc_read("/proc/self/status", &s, NULL, &ignored))
+		return 0;
+	p = strstr(s, "CapEff:");
+	if (p)
+		caps = strtoull(p + 7, NULL, 16);
+	free(s);
+	return (caps >> 19) & 1;	/* CAP_SYS_PTRACE */
+}
+
+static long yama_scope(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+	long v = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+/* EPERM: the reason the kernel had, as far as it can be seen from here. */
+static int explain_eperm(pid_t pid, struct ibcr_err *e)
+{
+	long tracer = status_field(pid, "TracerPid:");
+	long uid = status_field(pid, "Uid:");
+	long scope = yama_scope();
+
+	if (tracer > 0) {
+		char path[64], *comm = NULL;
+		struct ibcr_err ignored;
+
+		snprintf(path, sizeof(path), "/proc/%ld/comm", tracer);
+		proc_read(path, &comm, NULL, &ignored);
+		if (comm && strchr(comm, '\n'))
+			*strchr(comm, '\n') = 0;
+		ibcr_fail(e, "pid %d: cannot attach: already traced by pid %ld (%s)",
+			  (int)pid, tracer, comm ? comm : "?");
+		free(comm);
+		return -1;
+	}
+	if (has_cap_sys_ptrace() && scope < 3)
+		return ibcr_fail(e, "pid %d: cannot attach: the kernel refused it even with "
+				 "CAP_SYS_PTRACE (a security module, or a process of another "
+				 "user namespace)", (int)pid);
+	if (uid >= 0 && (uid_t)uid != geteuid())
+		return ibcr_fail(e, "pid %d: cannot attach: permission denied (it runs as "
+				 "uid %ld, this saver as uid %u: needs root or CAP_SYS_PTRACE)",
+				 (int)pid, uid, (unsigned)geteuid());
+	if (scope > 0)
+		return ibcr_fail(e, "pid %d: cannot attach: permission denied "
+				 "(kernel.yama.ptrace_scope is %ld: %s)", (int)pid, scope,
+				 scope == 1 ? "only its ancestors or CAP_SYS_PTRACE may trace it" :
+				 scope == 2 ? "only CAP_SYS_PTRACE may trace" : "no tracing at all");
+	return ibcr_fail(e, "pid %d: cannot attach: permission denied (not dumpable, "
+			 "or it has capabilities this saver lacks: needs CAP_SYS_PTRACE)",
+			 (int)pid);
+}
+
+static int explain_seize_failure(pid_t pid, int err, struct ibcr_err *e)
+{
+	if ((err == ESRCH || err == EPERM) && explain_gone(pid, e))
+		return -1;
 	if (err == ESRCH)
 		return ibcr_fail(e, "pid %d: no such process", (int)pid);
-	if (tracer)
-		return ibcr_fail(e, "pid %d: cannot attach: already traced by pid %d",
-				 (int)pid, tracer);
 	if (err == EPERM)
-		return ibcr_fail(e, "pid %d: cannot attach: permission denied "
-				 "(another user's process, or ptrace restricted by "
-				 "kernel.yama.ptrace_scope)", (int)pid);
+		return explain_eperm(pid, e);
 	return ibcr_fail_errno(e, err, "pid %d: cannot attach", (int)pid);
+}
+
+void explain_exited(const struct target *t, uint32_t n, struct ibcr_err *e)
+{
+	struct ibcr_err why;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (t[i].zombie || !explain_gone(t[i].pid, &why))
+			continue;
+		/* the first cause stays: what failed because it was gone */
+		ibcr_fail(e, "%s; nothing was saved", why.msg);
+		return;
+	}
 }
 
 /* One pass over /proc/PID/task; returns how many threads were new. */
@@ -88,33 +229,32 @@ static int seize_pass(struct target *t, struct ibcr_err *e)
 	return added;
 }
 
-#define PF_KTHREAD 0x00200000	/* the kernel's task flag, field 9 of stat */
-
 /* Refuses, with the reason, what cannot be a target; before any change. */
 int target_check(pid_t pid, struct ibcr_err *e)
 {
-	char path[64], *stat = NULL, *p;
-	unsigned long flags = 0;
-	int rc = 0, fd;
+	struct pstate ps;
+	char path[64];
+	long tgid;
+	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (access(path, F_OK))
+	if (!pstate_of(pid, &ps))
 		return ibcr_fail(e, "pid %d: no such process", (int)pid);
-	if (proc_read(path, &stat, NULL, e))
-		return -1;
-	p = strrchr(stat, ')');
-	if (p)
-		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags);
-	if (p && (p[2] == 'Z' || p[2] == 'X'))
-		rc = ibcr_fail(e, "pid %d: the process is a zombie", (int)pid);
-	else if (flags & PF_KTHREAD)
-		rc = ibcr_fail(e, "pid %d: is a kernel thread: only user processes can "
-			       "be checkpointed", (int)pid);
-	free(stat);
-	if (!rc && pid == getpid())
-		rc = ibcr_fail(e, "pid %d: cannot checkpoint the saver itself", (int)pid);
-	if (rc)
-		return rc;
+	tgid = status_field(pid, "Tgid:");
+	if (tgid > 0 && tgid != pid)
+		return ibcr_fail(e, "pid %d: is a thread of process %ld, not a process: give "
+				 "%ld to checkpoint that process", (int)pid, tgid, tgid);
+	if (ps.flags & PF_KTHREAD)
+		return ibcr_fail(e, "pid %d: is a kernel thread: only user processes can "
+				 "be checkpointed", (int)pid);
+	if (pid == 1)
+		return ibcr_fail(e, "pid 1: is the init process of this system or "
+				 "container: it cannot be checkpointed (stopping or killing it "
+				 "would stop or end everything else)");
+	if (ps.state == 'Z' || ps.state == 'X')
+		return ibcr_fail(e, "pid %d: the process is a zombie", (int)pid);
+	if (pid == getpid() || pid == guard_pid())
+		return ibcr_fail(e, "pid %d: is this saver%s: it cannot checkpoint itself",
+				 (int)pid, pid == getpid() ? "" : "'s own guardian");
 	/* /proc/PID/mem opens only with ptrace-attach rights: ask now */
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -178,4 +318,31 @@ void target_release(struct target *t, int how)
 		if (t->seized[i])
 			ptrace(PTRACE_DETACH, t->tids[i], NULL, NULL);
 	t->released = 1;
+}
+
+/*
+ * After --kill: returns once every process has exited (bounded: 10 s),
+ * and has been reaped by its parent or is at least a zombie (up to 2 s
+ * more), so that a restore started right after finds its pids free.
+ * A zombie whose parent does not reap it keeps its pid; the loader
+ * waits for such a one a little (docs/design.md, "Identity").
+ */
+void wait_gone(const struct target *t, uint32_t n)
+{
+	const struct timespec step = { 0, 1000 * 1000 };
+	struct pstate ps;
+
+	for (int phase = 0; phase < 2; phase++) {
+		for (int ms = 0; ms < (phase ? 2000 : 10000); ms++) {
+			uint32_t left = 0;
+
+			for (uint32_t i = 0; i < n; i++)
+				if (pstate_of(t[i].pid, &ps) &&
+				    (phase || (ps.state != 'Z' && ps.state != 'X')))
+					left++;
+			if (!left)
+				break;
+			nanosleep(&step, NULL);
+		}
+	}
 }

@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: MIT
+#include "guard.h"
+
+pid_t guard_pid(void)
+{
+	return 0;
+}
