@@ -39,6 +39,20 @@ int pt_seize(pid_t tid, unsigned long options, struct ibcr_err *e)
 	return 0;
 }
 
+/* Deaths pt_wait saw (the tracer reaps them): who said why, afterwards. */
+static struct { pid_t tid; int status; } deaths[32];
+static unsigned ndeaths;
+
+int pt_exit_status(pid_t tid, int *status)
+{
+	for (unsigned i = 0; i < ndeaths && i < 32; i++)
+		if (deaths[i].tid == tid) {
+			*status = deaths[i].status;
+			return 1;
+		}
+	return 0;
+}
+
 int pt_wait(pid_t tid, int *status, struct ibcr_err *e)
 {
 	for (;;) {
@@ -50,8 +64,11 @@ int pt_wait(pid_t tid, int *status, struct ibcr_err *e)
 			continue;
 		return ibcr_fail_errno(e, errno, "thread %d: waiting for it to stop", tid);
 	}
-	if (WIFEXITED(*status) || WIFSIGNALED(*status))
+	if (WIFEXITED(*status) || WIFSIGNALED(*status)) {
+		deaths[ndeaths++ % 32].tid = tid;
+		deaths[(ndeaths - 1) % 32].status = *status;
 		return ibcr_fail(e, "thread %d: exited while being traced", tid);
+	}
 	return 0;
 }
 

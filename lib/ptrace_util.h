@@ -19,6 +19,8 @@ int pt_seize(pid_t tid, unsigned long options, struct ibcr_err *e);
 int pt_interrupt(pid_t tid, struct ibcr_err *e);
 /* Waits for tid's next stop; *status as waitpid gives it. */
 int pt_wait(pid_t tid, int *status, struct ibcr_err *e);
+/* 1 and its wait status when pt_wait saw tid die (and so reaped it). */
+int pt_exit_status(pid_t tid, int *status);
 int pt_getregs(pid_t tid, struct arch_gpregs *r, struct ibcr_err *e);
 int pt_setregs(pid_t tid, const struct arch_gpregs *r, struct ibcr_err *e);
 /* Reads a regset into buf (up to *len bytes); *len is set to its size. */

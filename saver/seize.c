@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,11 +85,19 @@ static long status_field(pid_t pid, const char *name)
 static int explain_gone(pid_t pid, struct ibcr_err *e)
 {
 	struct pstate ps;
+	int c = 0, known;
 
-	if (!pstate_of(pid, &ps))
-		return ibcr_fail(e, "pid %d: exited during the checkpoint", (int)pid);
+	if (!pstate_of(pid, &ps)) {
+		/* reaped: by us (we trace it), or by its parent after we let go */
+		known = pt_exit_status(pid, &c) ||
+			waitpid(pid, &c, WNOHANG | __WALL) == pid;
+		if (!known)
+			return ibcr_fail(e, "pid %d: exited during the checkpoint", (int)pid);
+		ps.state = 'Z';
+		ps.exit_code = c;
+	}
 	if (ps.state == 'Z' || ps.state == 'X') {
-		int c = ps.exit_code;
+		c = ps.exit_code;
 
 		if (c & 0x7f)
 			return ibcr_fail(e, "pid %d: exited during the checkpoint (killed by "
@@ -183,7 +192,7 @@ void explain_exited(const struct target *t, uint32_t n, struct ibcr_err *e)
 	struct ibcr_err why;
 
 	for (uint32_t i = 0; i < n; i++) {
-		if (t[i].zombie || !explain_gone(t[i].pid, &why))
+		if (t[i].zombie || !t[i].nthreads || !explain_gone(t[i].pid, &why))
 			continue;
 		/* the first cause stays: what failed because it was gone */
 		ibcr_fail(e, "%s; nothing was saved", why.msg);
