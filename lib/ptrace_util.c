@@ -212,6 +212,20 @@ static int next_syscall_stop(pid_t tid, struct sysinfo_head *si, unsigned long *
 	}
 }
 
+int pt_syscall_stop(pid_t tid, int *entry, long *val, unsigned long *event,
+		    struct ibcr_err *e)
+{
+	struct sysinfo_head si = { 0 };
+
+	if (next_syscall_stop(tid, &si, event, e))
+		return -1;
+	if (si.op != SYSINFO_ENTRY && si.op != SYSINFO_EXIT)
+		return ibcr_fail(e, "thread %d: a system call stop of kind %u", tid, si.op);
+	*entry = si.op == SYSINFO_ENTRY;
+	*val = (long)si.nr;
+	return 0;
+}
+
 int pt_run_until_syscall_exit(pid_t tid, long nr, struct ibcr_err *e)
 {
 	struct sysinfo_head si = { 0 };

@@ -51,6 +51,14 @@ int pt_inject_syscall_ev(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
 			 long *ret, unsigned long *event, struct ibcr_err *e);
 
 /*
+ * Resumes a stopped thread under PTRACE_SYSCALL to its next system call
+ * stop (passing job-control and event stops as the injection does):
+ * *entry 1 at an entry (*val: the number), 0 at an exit (*val: the result).
+ */
+int pt_syscall_stop(pid_t tid, int *entry, long *val, unsigned long *event,
+		    struct ibcr_err *e);
+
+/*
  * Resumes a stopped thread under PTRACE_SYSCALL until it has completed
  * system call `nr` (stopped at its exit). Other syscalls pass.
  */

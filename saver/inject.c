@@ -2,9 +2,9 @@
 /*
  * State that only the process itself can read (signal actions, the
  * alternate signal stack, the clear_child_tid address, interval timers,
- * the program break) is read by running system calls inside it: each
- * thread is made to execute a syscall instruction found in its [vdso],
- * writing into a scratch page mapped for the purpose and removed after.
+ * the program break) is read by running system calls inside it, in each
+ * thread parked for the purpose (park.h: a saver killed meanwhile does
+ * no harm), writing into scratch bytes below its stack pointer.
  */
 #include <errno.h>
 #include <linux/prctl.h>
@@ -18,9 +18,8 @@
 #include "buf.h"
 #include "procfs.h"
 #include "ptrace_util.h"
+#include "park.h"
 #include "saver.h"
-
-#define SCRATCH_SIZE 8192
 
 int read_target(struct target *t, uint64_t addr, void *buf, size_t len,
 		struct ibcr_err *e)
@@ -49,71 +48,37 @@ int read_target(struct target *t, uint64_t addr, void *buf, size_t len,
 			       (int)t->pid, (unsigned long long)addr, len);
 }
 
-static int find_syscall_insn(struct target *t, struct ibcr_err *e)
-{
-	struct maps_entry *m;
-	size_t n;
-	int rc = -1;
-
-	if (maps_read(t->pid, 0, &m, &n, e))
-		return -1;
-	for (size_t i = 0; i < n && rc; i++) {
-		uint8_t *code;
-		long off;
-
-		if (strcmp(m[i].path, "[vdso]"))
-			continue;
-		code = xmalloc(m[i].end - m[i].start);
-		if (read_target(t, m[i].start, code, m[i].end - m[i].start, e)) {
-			free(code);
-			break;
-		}
-		off = arch_find_syscall_insn(code, m[i].end - m[i].start);
-		free(code);
-		if (off >= 0) {
-			t->syscall_insn = m[i].start + (uint64_t)off;
-			rc = 0;
-		}
-	}
-	maps_free(m, n);
-	if (rc && !e->msg[0])
-		ibcr_fail(e, "pid %d: no [vdso] with a system call instruction: "
-			  "cannot inject (booted with vdso=0?)", (int)t->pid);
-	return rc;
-}
-
-static int inject(struct target *t, uint32_t thread, long nr, uint64_t a0,
-		  uint64_t a1, uint64_t a2, uint64_t a3, long *ret,
-		  struct ibcr_err *e)
+static int inject(struct park *p, long nr, uint64_t a0, uint64_t a1, uint64_t a2,
+		  uint64_t a3, long *ret, struct ibcr_err *e)
 {
 	const uint64_t a[6] = { a0, a1, a2, a3, 0, 0 };
 	long r;
 
-	if (pt_inject_syscall(t->tids[thread], t->syscall_insn, nr, a, &r, e))
+	if (park_call(p, nr, a, &r, NULL, e))
 		return -1;
 	if (ret)
 		*ret = r;
 	else if (r < 0 && r > -4096)
 		return ibcr_fail(e, "pid %d thread %d: syscall %ld inside the process: "
-				 "%s", (int)t->pid, t->tids[thread], nr, strerror((int)-r));
+				 "%s", (int)p->pid, p->tid, nr, strerror((int)-r));
 	return 0;
 }
 
-static int read_sigactions(struct target *t, uint64_t scratch, struct ibcr_err *e)
+static int read_sigactions(struct target *t, struct park *p, struct ibcr_err *e)
 {
 	for (int sig = 1; sig <= IBCR_NSIG; sig++) {
 		struct ibcr_sigaction *sa = &t->ps.sigact[sig - 1];
 
 		if (sig == 9 || sig == 19)	/* SIGKILL, SIGSTOP: always default */
 			continue;
-		if (inject(t, 0, SYS_rt_sigaction, (uint64_t)sig, 0, scratch, 8, NULL, e) ||
-		    read_target(t, scratch, sa, sizeof(*sa), e))
+		if (inject(p, SYS_rt_sigaction, (uint64_t)sig, 0, p->scratch, 8, NULL, e) ||
+		    read_target(t, p->scratch, sa, sizeof(*sa), e))
 			return -1;
 	}
 	return 0;
 }
 
-static int read_thread_bits(struct target *t, uint32_t i, uint64_t scratch,
+static int read_thread_bits(struct target *t, uint32_t i, struct park *p,
 			    struct ibcr_err *e)
 {
 	struct ibcr_thread *rec = &t->ps.threads[i].rec;
@@ -125,14 +90,14 @@ static int read_thread_bits(struct target *t, uint32_t i, uint64_t scratch,
 	uint64_t ctid = 0;
 	int32_t cached = 0;
 
-	if (inject(t, i, SYS_sigaltstack, 0, scratch, 0, 0, NULL, e) ||
-	    read_target(t, scratch, &ss, sizeof(ss), e))
+	if (inject(p, SYS_sigaltstack, 0, p->scratch, 0, 0, NULL, e) ||
+	    read_target(t, p->scratch, &ss, sizeof(ss), e))
 		return -1;
 	rec->altstack_sp = ss.sp;
 	rec->altstack_flags = (uint32_t)ss.flags;
 	rec->altstack_size = ss.size;
-	if (inject(t, i, SYS_prctl, PR_GET_TID_ADDRESS, scratch, 0, 0, NULL, e) ||
-	    read_target(t, scratch, &ctid, sizeof(ctid), e))
+	if (inject(p, SYS_prctl, PR_GET_TID_ADDRESS, p->scratch, 0, 0, NULL, e) ||
+	    read_target(t, p->scratch, &ctid, sizeof(ctid), e))
 		return -1;
 	rec->clear_child_tid = ctid;
 	/* glibc keeps the TID there, musl a lock word: write it back only if cached. */
@@ -142,53 +107,48 @@ static int read_thread_bits(struct target *t, uint32_t i, uint64_t scratch,
 	return 0;
 }
 
-static int read_process_bits(struct target *t, uint64_t scratch, struct ibcr_err *e)
+static int read_process_bits(struct target *t, struct park *p, struct ibcr_err *e)
 {
 	long brk;
 
 	for (int w = 0; w < 3; w++) {
 		int64_t it[4];
 
-		if (inject(t, 0, SYS_getitimer, (uint64_t)w, scratch, 0, 0, NULL, e) ||
-		    read_target(t, scratch, it, sizeof(it), e))
+		if (inject(p, SYS_getitimer, (uint64_t)w, p->scratch, 0, 0, NULL, e) ||
+		    read_target(t, p->scratch, it, sizeof(it), e))
 			return -1;
 		for (int k = 0; k < 4; k++)
 			t->ps.rec.itimer[w][k] = (uint64_t)it[k];
 	}
-	if (inject(t, 0, SYS_brk, 0, 0, 0, 0, &brk, e))
+	if (inject(p, SYS_brk, 0, 0, 0, 0, &brk, e))
 		return -1;
 	t->ps.rec.brk = (uint64_t)brk;
 	return 0;
 }
 
-int capture_injected(struct target *t, struct ibcr_err *e)
+/* Thread i parked, what it alone can tell read, and let go. */
+static int read_through(struct target *t, uint32_t i, struct ibcr_err *e)
 {
-	long scratch;
-	int rc = -1;
+	struct ibcr_err e2 = { "" };
+	struct park p;
+	int rc;
 
-	if (find_syscall_insn(t, e))
+	if (park_thread(t, t->tids[i], &p, e))
 		return -1;
-	if (inject(t, 0, SYS_mmap, 0, SCRATCH_SIZE, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, &scratch, e))
-		return -1;
-	if (scratch < 0 && scratch > -4096)
-		return ibcr_fail(e, "pid %d: mapping a scratch page inside it: %s",
-				 (int)t->pid, strerror((int)-scratch));
-	if (read_sigactions(t, (uint64_t)scratch, e) ||
-	    read_process_bits(t, (uint64_t)scratch, e))
-		goto out;
-	for (uint32_t i = 0; i < t->nthreads; i++)
-		if (read_thread_bits(t, i, (uint64_t)scratch, e))
-			goto out;
-	rc = 0;
-out:
-	/* Removed even on failure: the process must not keep our page. */
-	{
-		struct ibcr_err e2;
-
-		if (inject(t, 0, SYS_munmap, (uint64_t)scratch, SCRATCH_SIZE, 0, 0, NULL, &e2) &&
-		    !rc)
-			rc = -1, *e = e2;
+	rc = (i == 0 && (read_sigactions(t, &p, e) || read_process_bits(t, &p, e))) ||
+	     read_thread_bits(t, i, &p, e) ? -1 : 0;
+	/* put back even on failure: the process must not keep our state */
+	if (park_release(&p, &e2) && !rc) {
+		*e = e2;
+		rc = -1;
 	}
 	return rc;
+}
+
+int capture_injected(struct target *t, struct ibcr_err *e)
+{
+	for (uint32_t i = 0; i < t->nthreads; i++)
+		if (read_through(t, i, e))
+			return -1;
+	return 0;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "guard.h"
 #include "options.h"
 #include "outpath.h"
 #include "statsout.h"
@@ -289,6 +290,7 @@ static int checkpoint(const struct saver_opts *o, const char *image)
 	int how = o->how, rc;
 
 	r.objs.tcp_close = o->tcp_close;
+	guard_start(image);	/* before anything is attached */
 	rc = stop_all(o, &r, &e);
 	if (!rc)
 		rc = capture_all(o, &r, &e);
@@ -314,6 +316,7 @@ static int checkpoint(const struct saver_opts *o, const char *image)
 	}
 	if (how == RELEASE_KILL)	/* their pids free for a restore at once */
 		wait_gone(r.t, r.n);
+	guard_end();
 	if (o->stats && !rc)
 		print_stats(&r.s, r.t, r.n, image, o->stats == STATS_JSON);
 	return rc ? 1 : 0;

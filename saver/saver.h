@@ -23,6 +23,8 @@ struct target {
 	int tree;		/* saved with its descendants (--tree) */
 	int stopped;		/* stopped by job control: saved, and left, so */
 	uint64_t syscall_insn;	/* a syscall instruction in its [vdso] */
+	uint64_t sigreturn_gadget;	/* park.c: rt_sigreturn in its code, or 0 */
+	int park_ready;		/* park.c: both looked for */
 	int memfd;		/* /proc/PID/mem (of mem_pid when set) */
 	pid_t mem_pid;		/* the copy-on-write snapshot memory is read from */
 	uint64_t verbs_addr;	/* the verbs shim's control object, or 0 */
@@ -117,6 +119,8 @@ int sysvipc_capture(const struct target *t, uint32_t n, int all, struct ibcr_sys
 int snapshot_create(struct target *t, struct ibcr_err *e);
 void snapshot_kill(struct target *t);
 void snapshot_destroy(struct target *t);
+/* Makes t (running) reap child, a dead snapshot of it: one injected wait4 */
+void snapshot_reap(struct target *t, pid_t child);
 
 /* util */
 int read_target(struct target *t, uint64_t addr, void *buf, size_t len,

@@ -23,6 +23,7 @@
 #include <linux/sockios.h>
 
 #include "buf.h"
+#include "guard.h"
 #include "saver.h"
 
 /* The kernel's queue numbers (linux/tcp.h), which musl's headers leave out. */
@@ -99,6 +100,7 @@ int tcp_capture(pid_t pid, int fd, int s, struct buf *b, struct ibcr_err *e)
 	struct ibcr_tcp t = { 0 };
 	int on = TCP_REPAIR_ON;
 
+	guard_tcp(pid, fd, s);	/* it turns repair off should we die */
 	if (setsockopt(s, IPPROTO_TCP, TCP_REPAIR, &on, sizeof(on)))
 		return ibcr_fail_errno(e, errno, "pid %d fd %d: established TCP connection: "
 				       "repair mode (needs CAP_NET_ADMIN; saver --tcp-close "
@@ -130,5 +132,7 @@ void tcp_release(int killed)
 	}
 	free(repaired);
 	repaired = NULL;
+	if (nrepaired)
+		guard_tcp_released();
 	nrepaired = 0;
 }

@@ -75,4 +75,7 @@ static inline long arch_find_syscall_insn(const uint8_t *code, unsigned long n)
 	return -1;
 }
 
+/* Parking (saver/park.c) is not done here yet: plain injection. */
+#define ARCH_HAS_PARK 0
+
 #endif
