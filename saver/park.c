@@ -250,7 +250,7 @@ int park_thread(struct target *t, pid_t tid, struct park *p, struct ibcr_err *e)
  * (parked, call swapped in, call done), so that each can be shown
  * harmless without relying on timing.
  */
-static void die_point(void)
+static __attribute__((unused)) void die_point(void)
 {
 	static long left = -1;
 
@@ -268,12 +268,13 @@ static void die_point(void)
 int park_call(struct park *p, long nr, const uint64_t a[6], long *ret,
 	      unsigned long *event, struct ibcr_err *e)
 {
+	if (!p->safe)
+		return pt_inject_syscall_ev(p->tid, p->insn, nr, a, ret, event, e);
+#if ARCH_HAS_PARK
 	struct arch_gpregs r;
 	int entry;
 	long v;
 
-	if (!p->safe)
-		return pt_inject_syscall_ev(p->tid, p->insn, nr, a, ret, event, e);
 	die_point();
 	if (pt_syscall_stop(p->tid, &entry, &v, event, e))
 		return -1;
@@ -293,6 +294,9 @@ int park_call(struct park *p, long nr, const uint64_t a[6], long *ret,
 		return ibcr_fail(e, "thread %d: injected syscall %ld did not finish", p->tid, nr);
 	*ret = v;
 	return 0;
+#else
+	return ibcr_fail(e, "thread %d: parked on an architecture without parking", p->tid);
+#endif
 }
 
 int park_release(struct park *p, struct ibcr_err *e)
