@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "loader.h"
+#include "options.h"
 
 static __attribute__((noreturn)) void child_fail(int fd, const struct ibcr_err *e)
 {
@@ -44,6 +45,7 @@ void run_child(struct restore *rs)
 	uint64_t entry, sp;
 	sigset_t all;
 
+	loader_stdio_restore();	/* --log: fd 2 is the caller's again */
 	if (setup_files(rs, &e) || restore_locks(rs, &e))
 		child_fail(rs->status_fd, &e);
 	trace(rs->status_fd, "files set up");

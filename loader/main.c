@@ -2,7 +2,7 @@
 /*
  * restart-loader: bring back the processes of an image.
  *
- *   restart-loader [-v] IMAGE
+ *   restart-loader [-v] IMAGE   (options.c: all of them)
  *
  * The image is checked before anything changes. The loader then forks
  * the process to restore (with its saved PID where permitted), which
@@ -26,15 +26,11 @@
 
 #include "buf.h"
 #include "loader.h"
+#include "options.h"
+#include "progress.h"
+#include "statsout.h"
 
 void run_child(struct restore *rs);
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: restart-loader [-v] [--stats] IMAGE\n"
-		   "  -v, --verbose  say what could not be done as hoped\n"
-		   "      --stats    print the restore time and peak RSS (ibcr-stats: ...)\n");
-}
 
 static double now_ms(void)
 {
@@ -325,45 +321,76 @@ static int fd_base(const struct job *j, uint32_t n)
 	return base;
 }
 
+static void print_stats(int json, double start, double t_prepared, double t_filled,
+			uint64_t copied, uint64_t written)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	const struct stat_field f[] = {
+		STAT_MS("restore_ms", now_ms() - start),
+		STAT_MS("prepare_ms", t_prepared - start),
+		STAT_MS("memory_ms", t_filled - t_prepared),
+		STAT_MS("finish_ms", now_ms() - t_filled),
+		STAT_COUNT("peak_rss_kb", ru.ru_maxrss),
+		STAT_COUNT("uffd_kb", copied >> 10),
+		STAT_COUNT("written_kb", written >> 10),
+	};
+
+	stats_print(stderr, json, "restart-loader", f, sizeof(f) / sizeof(f[0]));
+}
+
+/* The image's page data: what a restore's progress is measured against. */
+static uint64_t page_bytes(const struct job *j, uint32_t n)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t k = 0; k < j[i].ps.nvmas; k++)
+			sum += j[i].ps.vmas[k].data_len;
+	return sum;
+}
+
+/* The first root: its pid for --pidfile and the progress of its fill. */
+static pid_t first_root(const struct job *j, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (j[i].parent < 0 && j[i].child > 0)
+			return j[i].child;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "stats", no_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	double start = now_ms(), t_prepared, t_filled;
 	uint64_t copied = 0, written = 0;	/* page data we put in */
+	struct loader_opts o;
 	struct img_reader r;
 	struct ibcr_err e = { "" };
 	struct ibcr_files files;
 	struct ibcr_sysv sysv;
 	struct ibcr_sysvipc ipc;
+	struct progress pg;
 	struct job *j;
-	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL;
+	int base, img_fd = -1, *obj_fds = NULL, verbose, rc = loader_parse(argc, argv, &o);
+	pid_t root;
 
-	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
-		if (opt == 'v')
-			verbose = 1;
-		else if (opt == 'S')
-			stats = 1;
-		else {
-			usage(opt == 'h' ? stdout : stderr);
-			return opt == 'h' ? 0 : 2;
-		}
-	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return 2;
-	}
+	if (rc >= 0)
+		return rc;
+	if (o.check)
+		return loader_check();
+	if (o.log && loader_log_open(o.log))
+		return 1;
+	verbose = o.verbose > 0;
+	if (o.verbose > 1)
+		setenv("IBCR_TRACE", "1", 1);	/* children and the core read it */
 	/*
 	 * A child that died leaves its pipes broken: say why (it did, on its
 	 * status pipe) rather than die of SIGPIPE answering it. The core sets
 	 * every signal's saved action, this one included.
 	 */
 	signal(SIGPIPE, SIG_IGN);
-	if (open_image(argv[optind], &r, &e)) {
+	if (open_image(o.image, &r, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
@@ -384,7 +411,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	base = fd_base(j, r.hdr.nprocs);
-	if ((img_fd = fcntl(r.fd, F_DUPFD_CLOEXEC, base)) < 0 ||
+	if ((img_fd = fcntl(r.fd, F_DUPFD_CLOEXEC, base)) < 0 || loader_stdio_move(base) ||
 	    objects_open(&files, base, &obj_fds, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", img_fd < 0 ? strerror(errno) : e.msg);
 		return 1;
@@ -397,7 +424,16 @@ int main(int argc, char **argv)
 	}
 	tree_link(j, r.hdr.nprocs);
 	t_prepared = now_ms();
-	if (tree_start(j, r.hdr.nprocs, base, verbose) || wait_ready(j, r.hdr.nprocs)) {
+	if (tree_start(j, r.hdr.nprocs, base, verbose)) {
+		kill_all(j, r.hdr.nprocs);
+		return 1;
+	}
+	root = first_root(j, r.hdr.nprocs);
+	progress_start(&pg, "restart-loader", "restored", page_bytes(j, r.hdr.nprocs),
+		       progress_rss_bytes, &root, root ? o.progress : 0);
+	rc = wait_ready(j, r.hdr.nprocs);
+	progress_end(&pg);
+	if (rc) {
 		kill_all(j, r.hdr.nprocs);
 		return 1;
 	}
@@ -422,15 +458,12 @@ int main(int argc, char **argv)
 		close(j[i].status_fd);
 		close(j[i].control_fd);
 	}
-	if (stats) {
-		struct rusage ru;
-
-		getrusage(RUSAGE_SELF, &ru);
-		fprintf(stderr, "ibcr-stats: restore_ms=%.1f prepare_ms=%.1f memory_ms=%.1f "
-			"finish_ms=%.1f peak_rss_kb=%ld uffd_kb=%llu written_kb=%llu\n",
-			now_ms() - start, t_prepared - start, t_filled - t_prepared,
-			now_ms() - t_filled, ru.ru_maxrss, (unsigned long long)copied >> 10,
-			(unsigned long long)written >> 10);
-	}
+	if (o.stats)
+		print_stats(o.stats == 2, start, t_prepared, t_filled, copied, written);
+	if (o.pidfile && loader_write_pidfile(o.pidfile, root))
+		return 1;
+	/* they run: --detach leaves them to whoever inherits them */
+	if (o.detach)
+		return 0;
 	wait_all(j, r.hdr.nprocs);
 }

@@ -20,6 +20,8 @@
 #include "guard.h"
 #include "options.h"
 #include "outpath.h"
+#include "progress.h"
+#include "sink.h"
 #include "statsout.h"
 #include "ptrace_util.h"
 #include "saver.h"
@@ -282,6 +284,23 @@ static int snapshot_release(const struct saver_opts *o, struct run *r, struct ib
 	return rc < 0 ? -1 : 0;
 }
 
+static uint64_t pages_put(void *arg)
+{
+	(void)arg;
+	return __atomic_load_n(&sink_bytes, __ATOMIC_RELAXED);
+}
+
+/* What the image's page data will be, about: the processes' own memory. */
+static uint64_t pages_expected(const struct run *r)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < r->n; i++)
+		if (!r->t[i].zombie)
+			sum += progress_rss_bytes((void *)&r->t[i].pid);
+	return sum;
+}
+
 /* One checkpoint into image: 0, or 1 with the reason said. */
 static int checkpoint(const struct saver_opts *o, const char *image)
 {
@@ -299,9 +318,15 @@ static int checkpoint(const struct saver_opts *o, const char *image)
 	r.s.released = now_ms();
 	for (uint32_t i = 0; i < r.n && !rc; i++)
 		rc = r.t[i].zombie ? 0 : vmflags_verify(&r.t[i], &e);
-	if (!rc)
+	if (!rc) {
+		struct progress pg;
+
+		progress_start(&pg, "saver", "saved", pages_expected(&r), pages_put, NULL,
+			       o->progress);
 		rc = write_image(image, r.t, r.n, &r.objs, &r.sysv, &r.ipc, &o->comp,
 				 &r.s.direct_bytes, &e);
+		progress_end(&pg);
+	}
 	r.s.written = now_ms();
 	for (uint32_t i = 0; i < r.n; i++)
 		snapshot_destroy(&r.t[i]);
