@@ -79,19 +79,23 @@ static void show(struct progress *p, int last)
 	p->shown = 1;
 }
 
+/*
+ * Shown from the first second on (IBCR_PROGRESS_DELAY_MS, for tests),
+ * then four times a second on a terminal, once a second elsewhere.
+ */
 static void *loop(void *arg)
 {
 	struct progress *p = arg;
-	const struct timespec tick = { 0, 250 * 1000 * 1000 };
-	int n = 0;
+	const struct timespec tick = { 0, 50 * 1000 * 1000 };
+	const char *d = getenv("IBCR_PROGRESS_DELAY_MS");
+	double delay = d && *d ? atof(d) / 1e3 : 1.0, next = delay;
 
 	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
 		nanosleep(&tick, NULL);
-		n++;
-		/* after the first second; once a second where it is no terminal */
-		if (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE) && n >= 4 &&
-		    (p->tty || n % 4 == 0))
-			show(p, 0);
+		if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE) || now_s() - p->start < next)
+			continue;
+		show(p, 0);
+		next = now_s() - p->start + (p->tty ? 0.25 : 1.0);
 	}
 	return NULL;
 }

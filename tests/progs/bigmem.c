@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * bigmem MB [MS]: MB MiB of anonymous memory, every 8-byte word a
- * function of its address, written once; a tick every MS ms (default
- * 50), "tick N pid P", with a running sum kept across ticks in locals.
+ * bigmem MB [MS [TICKS]]: MB MiB of anonymous memory, every 8-byte word
+ * a function of its address, written once; a tick every MS ms (default
+ * 50), "tick N pid P", with a running sum kept across ticks in locals;
+ * after TICKS ticks (default: never) it checks everything, prints DONE
+ * and exits.
  * On SIGUSR1 it checks every word and prints "verified K" (the K-th
  * check) or "FAIL ..." and exits 1: a saver that left it with wrong
  * memory, registers or signal mask (the check never comes) is caught.
@@ -33,7 +35,7 @@ static uint64_t word(uint64_t i)
 int main(int argc, char **argv)
 {
 	size_t mb = argc > 1 ? strtoul(argv[1], NULL, 10) : 0, n = mb << 17;
-	long ms = argc > 2 ? atol(argv[2]) : 50;
+	long ms = argc > 2 ? atol(argv[2]) : 50, ticks = argc > 3 ? atol(argv[3]) : -1;
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
 	uint64_t *w, sum = 0, want = 0;
 	long checks = 0;
@@ -49,6 +51,8 @@ int main(int argc, char **argv)
 		w[i] = word(i);
 	signal(SIGUSR1, on_usr1);
 	for (long t = 0;; t++) {
+		if (t == ticks)
+			check_asked = 1;
 		if (check_asked) {
 			check_asked = 0;
 			for (size_t i = 0; i < n; i++)
@@ -58,6 +62,10 @@ int main(int argc, char **argv)
 					return 1;
 				}
 			printf("verified %ld\n", ++checks);
+			if (t == ticks) {
+				printf("DONE\n");
+				return 0;
+			}
 		}
 		sum += (uint64_t)t;
 		want += (uint64_t)t;
