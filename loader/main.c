@@ -238,6 +238,17 @@ static int wait_ready(struct job *j, uint32_t n)
 	return 0;
 }
 
+/* The roots, for pass_on (a signal handler may read only such a list). */
+static pid_t root_pids[256];
+static volatile sig_atomic_t nroot_pids;
+
+/* SIGTERM, SIGHUP to the loader: meant for the program it stands for. */
+static void pass_on(int sig)
+{
+	for (sig_atomic_t i = 0; i < nroot_pids; i++)
+		kill(root_pids[i], sig);
+}
+
 /*
  * The roots are the loader's children (the others belong to their own
  * restored parents). Exit status: a lone root's own; of several, the
@@ -245,13 +256,20 @@ static int wait_ready(struct job *j, uint32_t n)
  */
 static __attribute__((noreturn)) void wait_all(struct job *j, uint32_t n)
 {
+	struct sigaction sa = { .sa_handler = pass_on, .sa_flags = SA_RESTART };
 	uint32_t left = 0, roots = 0;
 
 	for (uint32_t i = 0; i < n; i++)
-		if (j[i].parent < 0 && j[i].child > 0)
+		if (j[i].parent < 0 && j[i].child > 0) {
+			if (roots < sizeof(root_pids) / sizeof(root_pids[0]))
+				root_pids[roots] = j[i].child;
 			left++, roots++;
+		}
+	nroot_pids = (sig_atomic_t)(roots < 256 ? roots : 256);
 	signal(SIGINT, SIG_IGN);	/* terminal signals reach the processes */
 	signal(SIGQUIT, SIG_IGN);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	while (left) {
 		int st;
 		pid_t pid = waitpid(-1, &st, 0);
