@@ -17,6 +17,7 @@
 
 #include "buf.h"
 #include "outpath.h"
+#include "proc_stat.h"
 
 /* ".tmp." and a pid: what the writer appends (image_write.c) */
 #define TMP_SUFFIX_MAX 16
@@ -163,32 +164,16 @@ int outpath_replaceable(const char *path, struct ibcr_err *e)
 /* A live saver: a process (not a zombie) whose name is this program's. */
 static int live_saver(long pid)
 {
-	char path[64], comm[32] = "", self[32] = "", state = 0, *p;
-	FILE *f;
+	struct proc_stat st, self;
+	char path[32];
 
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return errno != ENOENT;	/* cannot tell: keep it */
-	if (fgets(path, sizeof(path), f) && (p = strrchr(path, ')')))
-		state = p[2];
-	fclose(f);
-	if (state == 'Z' || state == 'X')
+	if (!proc_stat_of((pid_t)pid, &st)) {
+		snprintf(path, sizeof(path), "/proc/%ld", pid);
+		return !access(path, F_OK);	/* there, but hidden from us: keep it */
+	}
+	if (st.state == 'Z' || st.state == 'X')
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-	f = fopen(path, "r");
-	if (f) {
-		if (!fgets(comm, sizeof(comm), f))
-			comm[0] = 0;
-		fclose(f);
-	}
-	f = fopen("/proc/self/comm", "r");
-	if (f) {
-		if (!fgets(self, sizeof(self), f))
-			self[0] = 0;
-		fclose(f);
-	}
-	return !comm[0] || !strcmp(comm, self);
+	return !proc_stat_of(getpid(), &self) || !strcmp(st.comm, self.comm);
 }
 
 /* s is digits only, at least one */

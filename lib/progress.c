@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proc_stat.h"
 #include "progress.h"
 
 static double now_s(void)
@@ -19,20 +20,9 @@ static double now_s(void)
 /* The number after "key" in a small /proc file, or 0. */
 static uint64_t proc_number(const char *path, const char *key)
 {
-	char line[256];
-	uint64_t v = 0;
-	size_t k = strlen(key);
-	FILE *f = fopen(path, "r");
+	long long v = proc_key_num(path, key, 10);
 
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, k)) {
-			v = strtoull(line + k, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return v;
+	return v > 0 ? (uint64_t)v : 0;
 }
 
 uint64_t progress_read_bytes(void *arg)

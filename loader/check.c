@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "options.h"
+#include "proc_stat.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -46,15 +47,9 @@ static void line(const char *name, const char *verdict, const char *fmt, const c
 
 static long read_long(const char *path, long dflt)
 {
-	FILE *f = fopen(path, "r");
-	long v = dflt;
+	long long v = proc_key_num(path, "", 10);
 
-	if (!f)
-		return dflt;
-	if (fscanf(f, "%ld", &v) != 1)
-		v = dflt;
-	fclose(f);
-	return v;
+	return v < 0 ? dflt : (long)v;
 }
 
 /* Attach to a child of ours as the saver attaches to a target. */
@@ -179,20 +174,6 @@ static void check_tcp_repair(void)
 		close(s);
 }
 
-static unsigned long long caps(void)
-{
-	char buf[256];
-	unsigned long long v = 0;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	while (f && fgets(buf, sizeof(buf), f))
-		if (!strncmp(buf, "CapEff:", 7))
-			v = strtoull(buf + 7, NULL, 16);
-	if (f)
-		fclose(f);
-	return v;
-}
-
 static void check_caps(void)
 {
 	static const struct { int bit; const char *name, *gives; } c[] = {
@@ -202,7 +183,8 @@ static void check_caps(void)
 		{ 19, "CAP_SYS_PTRACE", "other users' processes" },
 		{ 24, "CAP_SYS_RESOURCE", "resource limits above the hard limit" },
 	};
-	unsigned long long have = caps();
+	long long c_eff = proc_status_num(0, "CapEff:", 16);
+	unsigned long long have = c_eff > 0 ? (unsigned long long)c_eff : 0;
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		char what[128];

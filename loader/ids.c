@@ -20,42 +20,22 @@
 
 #include "buf.h"
 #include "loader.h"
+#include "proc_stat.h"
 
 #define PID_WAIT_MS 5000
-#define PF_EXITING 0x4
 
-/* Who holds pid: its name and state letter; 0 when nobody does. */
-static int holder(pid_t pid, char *comm, size_t n, char *state, unsigned long *flags)
-{
-	char path[64], buf[512], *open, *close_;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	open = strchr(buf, '(');
-	close_ = strrchr(buf, ')');
-	if (!open || !close_ || close_ < open || !close_[1])
-		return 0;
-	snprintf(comm, n, "%.*s", (int)(close_ - open - 1), open + 1);
-	*state = close_[2];
-	*flags = 0;
-	sscanf(close_ + 2, "%*c %*d %*d %*d %*d %*d %lu", flags);
-	return 1;
-}
-
-/* The checkpointed process itself, on its way out: worth waiting for. */
+/*
+ * The checkpointed process itself, on its way out, holds pid (or nobody
+ * does any more, since the clone3 that found it taken): worth waiting for.
+ */
 static int held_by_ghost(pid_t pid, const char *comm)
 {
-	char c[64], st;
-	unsigned long fl;
+	struct proc_stat st;
 
-	return holder(pid, c, sizeof(c), &st, &fl) && !strncmp(c, comm, 15) &&
-	       (st == 'Z' || st == 'X' || (fl & PF_EXITING));
+	if (!proc_stat_of(pid, &st))
+		return 1;
+	return !strncmp(st.comm, comm, 15) &&
+	       (st.state == 'Z' || st.state == 'X' || (st.flags & PROC_PF_EXITING));
 }
 
 static long try_clone(pid_t want)
@@ -72,13 +52,13 @@ static void say_new_pid(const struct job *x, int err, pid_t got)
 {
 	pid_t want = x->ps.rec.pid;
 	const char *threads = x->ps.rec.nthreads > 1 ? " (its threads get new ids too)" : "";
-	char c[64], st = 0;
-	unsigned long fl = 0;
+	struct proc_stat st;
 
-	if (err == EEXIST && holder(want, c, sizeof(c), &st, &fl))
+	if (err == EEXIST && proc_stat_of(want, &st))
 		fprintf(stderr, "restart-loader: pid %d is in use by %s '%s'%s; restored as "
-			"pid %d%s\n", (int)want, st == 'Z' ? "a zombie," : "a process,", c,
-			st == 'Z' ? " that its parent has not reaped" : "", (int)got, threads);
+			"pid %d%s\n", (int)want, st.state == 'Z' ? "a zombie," : "a process,",
+			st.comm, st.state == 'Z' ? " that its parent has not reaped" : "",
+			(int)got, threads);
 	else if (err == EEXIST)
 		fprintf(stderr, "restart-loader: pid %d is in use; restored as pid %d%s\n",
 			(int)want, (int)got, threads);

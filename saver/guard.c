@@ -32,6 +32,7 @@
 
 #include "buf.h"
 #include "guard.h"
+#include "proc_stat.h"
 #include "saver.h"
 
 enum { G_IMAGE = 1, G_SNAP, G_SNAP_REAPED, G_TCP, G_TCP_DONE, G_END };
@@ -215,47 +216,17 @@ static int listen_to(struct gstate *g, int sock)
 	return 0;
 }
 
-/* state, parent, start time, exit signal of pid (fields 3, 4, 22, 38 of its stat) */
-static int stat_full(pid_t pid, char *state, pid_t *ppid, unsigned long long *start,
-		     int *exit_signal)
-{
-	char path[64], buf[1024], *p;
-	FILE *f;
-	int ok = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
-		ok = sscanf(p + 2, "%c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-			    "%*d %*d %*d %*d %llu %*u %*d %*u %*u %*u %*u %*u %*u %*u %*u %*u "
-			    "%*u %*u %*u %*u %d", state, ppid, start, exit_signal) == 4;
-	fclose(f);
-	return ok;
-}
-
+/* state, parent and exit signal of pid; 0 when it is gone */
 static int stat_of(pid_t pid, char *state, pid_t *ppid, int *exit_signal)
 {
-	unsigned long long start;
+	struct proc_stat st;
 
-	return stat_full(pid, state, ppid, &start, exit_signal);
-}
-
-static long tracer_of(pid_t pid)
-{
-	char path[64], *s = NULL, *p;
-	struct ibcr_err ignored;
-	long v = -1;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (proc_read(path, &s, NULL, &ignored))
-		return -1;
-	p = strstr(s, "TracerPid:");
-	if (p)
-		v = strtol(p + 10, NULL, 10);
-	free(s);
-	return v;
+	if (!proc_stat_of(pid, &st))
+		return 0;
+	*state = st.state;
+	*ppid = st.ppid;
+	*exit_signal = st.exit_signal;
+	return 1;
 }
 
 static void pause_ms(int ms)
@@ -280,13 +251,12 @@ static pid_t find_snapshot(pid_t pid, unsigned long long since)
 	if (proc_read(path, &s, NULL, &ignored))
 		return 0;
 	for (tok = strtok_r(s, " \n", &save); tok && !found; tok = strtok_r(NULL, " \n", &save)) {
-		pid_t c = (pid_t)atoi(tok), pp;
-		unsigned long long start;
-		char st;
-		int sig;
+		pid_t c = (pid_t)atoi(tok);
+		struct proc_stat st;
 
-		if (stat_full(c, &st, &pp, &start, &sig) && pp == pid && sig == 0 &&
-		    start + 1 >= since && (st == 'Z' || tracer_of(c) == 0))
+		if (proc_stat_of(c, &st) && st.ppid == pid && st.exit_signal == 0 &&
+		    st.start + 1 >= since &&
+		    (st.state == 'Z' || proc_status_num(c, "TracerPid:", 10) == 0))
 			found = c;
 	}
 	free(s);

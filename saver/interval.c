@@ -30,6 +30,7 @@
 #include "buf.h"
 #include "options.h"
 #include "outpath.h"
+#include "proc_stat.h"
 #include "saver.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -149,18 +150,9 @@ static int check_link(const char *image, struct ibcr_err *e)
 
 static int gone(pid_t pid)
 {
-	char path[64], buf[256], *p;
-	FILE *f;
-	int z = 1;
+	struct proc_stat st;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 1;
-	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
-		z = p[2] == 'Z' || p[2] == 'X';
-	fclose(f);
-	return z;
+	return !proc_stat_of(pid, &st) || st.state == 'Z' || st.state == 'X';
 }
 
 static int any_gone(const struct saver_opts *o)

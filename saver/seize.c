@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "proc_stat.h"
 #include "procfs.h"
 #include "ptrace_util.h"
 #include "guard.h"
@@ -31,63 +32,13 @@ static int has_tid(const struct target *t, pid_t tid)
 	return 0;
 }
 
-/* What /proc/PID/stat says of a process: 0 when it is gone. */
-struct pstate {
-	char state;		/* R, S, D, T, Z, X... */
-	unsigned long flags;	/* the kernel's PF_* */
-	int exit_code;		/* as wait(2) reports it, for a zombie */
-};
-
-#define PF_EXITING 0x00000004
-#define PF_KTHREAD 0x00200000	/* the kernel's task flag, field 9 of stat */
-
-static int pstate_of(pid_t pid, struct pstate *ps)
-{
-	char path[64], *s = NULL, *p;
-	struct ibcr_err ignored;
-	const char *f;
-
-	memset(ps, 0, sizeof(*ps));
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (proc_read(path, &s, NULL, &ignored))
-		return 0;
-	p = strrchr(s, ')');
-	if (p && p[1] == ' ') {
-		ps->state = p[2];
-		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %lu", &ps->flags);
-		f = p + 2;	/* field 3; field 52 is exit_code */
-		for (int n = 3; n < 52 && f; n++)
-			f = strchr(f + 1, ' ');
-		ps->exit_code = f ? atoi(f + 1) : 0;
-	}
-	free(s);
-	return ps->state != 0;
-}
-
-/* A number from a "Name:\tvalue" line of /proc/PID/status, or -1. */
-static long status_field(pid_t pid, const char *name)
-{
-	char path[64], *s = NULL, *p;
-	struct ibcr_err ignored;
-	long v = -1;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (proc_read(path, &s, NULL, &ignored))
-		return -1;
-	p = strstr(s, name);
-	if (p)
-		v = strtol(p + strlen(name), NULL, 10);
-	free(s);
-	return v;
-}
-
 /* The process exited or is exiting: what to say instead of "cannot attach". */
 static int explain_gone(pid_t pid, struct ibcr_err *e)
 {
-	struct pstate ps;
+	struct proc_stat ps;
 	int c = 0, known;
 
-	if (!pstate_of(pid, &ps)) {
+	if (!proc_stat_of(pid, &ps)) {
 		/* reaped: by us (we trace it), or by its parent after we let go */
 		known = pt_exit_status(pid, &c) ||
 			waitpid(pid, &c, WNOHANG | __WALL) == pid;
@@ -105,44 +56,30 @@ static int explain_gone(pid_t pid, struct ibcr_err *e)
 		return ibcr_fail(e, "pid %d: exited during the checkpoint (status %d)",
 				 (int)pid, (c >> 8) & 0xff);
 	}
-	if (ps.flags & PF_EXITING)
+	if (ps.flags & PROC_PF_EXITING)
 		return ibcr_fail(e, "pid %d: is exiting", (int)pid);
 	return 0;
 }
 
 static int has_cap_sys_ptrace(void)
 {
-	char *s = NULL, *p;
-	struct ibcr_err ignored;
-	unsigned long long caps = 0;
+	long long caps = proc_status_num(0, "CapEff:", 16);
 
-	if (proc_read("/proc/self/status", &s, NULL, &ignored))
-		return 0;
-	p = strstr(s, "CapEff:");
-	if (p)
-		caps = strtoull(p + 7, NULL, 16);
-	free(s);
-	return (caps >> 19) & 1;	/* CAP_SYS_PTRACE */
+	return caps > 0 && ((caps >> 19) & 1);	/* CAP_SYS_PTRACE */
 }
 
 static long yama_scope(void)
 {
-	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
-	long v = 0;
+	long long v = proc_key_num("/proc/sys/kernel/yama/ptrace_scope", "", 10);
 
-	if (!f)
-		return 0;
-	if (fscanf(f, "%ld", &v) != 1)
-		v = 0;
-	fclose(f);
-	return v;
+	return v > 0 ? (long)v : 0;
 }
 
 /* EPERM: the reason the kernel had, as far as it can be seen from here. */
 static int explain_eperm(pid_t pid, struct ibcr_err *e)
 {
-	long tracer = status_field(pid, "TracerPid:");
-	long uid = status_field(pid, "Uid:");
+	long tracer = (long)proc_status_num(pid, "TracerPid:", 10);
+	long uid = (long)proc_status_num(pid, "Uid:", 10);
 	long scope = yama_scope();
 
 	if (tracer > 0) {
@@ -241,18 +178,18 @@ static int seize_pass(struct target *t, struct ibcr_err *e)
 /* Refuses, with the reason, what cannot be a target; before any change. */
 int target_check(pid_t pid, struct ibcr_err *e)
 {
-	struct pstate ps;
+	struct proc_stat ps;
 	char path[64];
-	long tgid;
+	long long tgid;
 	int fd;
 
-	if (!pstate_of(pid, &ps))
+	if (!proc_stat_of(pid, &ps))
 		return ibcr_fail(e, "pid %d: no such process", (int)pid);
-	tgid = status_field(pid, "Tgid:");
+	tgid = proc_status_num(pid, "Tgid:", 10);
 	if (tgid > 0 && tgid != pid)
-		return ibcr_fail(e, "pid %d: is a thread of process %ld, not a process: give "
-				 "%ld to checkpoint that process", (int)pid, tgid, tgid);
-	if (ps.flags & PF_KTHREAD)
+		return ibcr_fail(e, "pid %d: is a thread of process %lld, not a process: give "
+				 "%lld to checkpoint that process", (int)pid, tgid, tgid);
+	if (ps.flags & PROC_PF_KTHREAD)
 		return ibcr_fail(e, "pid %d: is a kernel thread: only user processes can "
 				 "be checkpointed", (int)pid);
 	if (pid == 1)
@@ -339,14 +276,14 @@ void target_release(struct target *t, int how)
 void wait_gone(const struct target *t, uint32_t n)
 {
 	const struct timespec step = { 0, 1000 * 1000 };
-	struct pstate ps;
+	struct proc_stat ps;
 
 	for (int phase = 0; phase < 2; phase++) {
 		for (int ms = 0; ms < (phase ? 2000 : 10000); ms++) {
 			uint32_t left = 0;
 
 			for (uint32_t i = 0; i < n; i++)
-				if (pstate_of(t[i].pid, &ps) &&
+				if (proc_stat_of(t[i].pid, &ps) &&
 				    (phase || (ps.state != 'Z' && ps.state != 'X')))
 					left++;
 			if (!left)

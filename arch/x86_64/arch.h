@@ -67,6 +67,17 @@ static inline int arch_rewind_syscall(struct arch_gpregs *r)
 	return 1;
 }
 
+/* A system call's six arguments, in their registers. */
+static inline void arch_syscall_args(struct arch_gpregs *r, const uint64_t a[6])
+{
+	r->rdi = a[0];
+	r->rsi = a[1];
+	r->rdx = a[2];
+	r->r10 = a[3];
+	r->r8 = a[4];
+	r->r9 = a[5];
+}
+
 /* Sets up a syscall to run at `insn` (a syscall instruction). */
 static inline void arch_setup_syscall(struct arch_gpregs *r, uint64_t insn,
 				      long nr, const uint64_t a[6])
@@ -74,12 +85,7 @@ static inline void arch_setup_syscall(struct arch_gpregs *r, uint64_t insn,
 	r->rip = insn;
 	r->rax = (uint64_t)nr;
 	r->orig_rax = (uint64_t)-1;	/* no restart logic on resume */
-	r->rdi = a[0];
-	r->rsi = a[1];
-	r->rdx = a[2];
-	r->r10 = a[3];
-	r->r8 = a[4];
-	r->r9 = a[5];
+	arch_syscall_args(r, a);
 }
 
 /* Finds a syscall instruction (0f 05) in code; returns its offset or -1. */
@@ -146,12 +152,7 @@ static inline void arch_park_syscall(struct arch_gpregs *r, uint64_t gadget, lon
 				     const uint64_t a[6])
 {
 	r->orig_rax = (uint64_t)nr;
-	r->rdi = a[0];
-	r->rsi = a[1];
-	r->rdx = a[2];
-	r->r10 = a[3];
-	r->r8 = a[4];
-	r->r9 = a[5];
+	arch_syscall_args(r, a);
 	r->rip = gadget;
 }
 

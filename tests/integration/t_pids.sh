@@ -32,7 +32,8 @@ wait "$LPID" 2>/dev/null || true
 
 # --- a parent that reaps its killed child only 3 s after its death: the
 # zombie holds the pid; saver --kill waits 2 s, the loader the rest
-start "$T/lazy.out" "$PROGS/lazyparent" 3000 "$PROGS/counter" 100000 20
+# (its notes apart: the restored counter writes over its old output)
+start "$T/lazy.out" sh -c "exec \"\$0\" \"\$@\" 2>'$T/lazy.err'" "$PROGS/lazyparent" 3000 "$PROGS/counter" 100000 20
 wait_line "$T/lazy.out" '^tick 3 '
 pid=$(pids_in "$T/lazy.out")
 "$SAVER" --kill -o "$T/lazy.ckpt" "$pid" 2>"$T/saver.err" ||
@@ -44,7 +45,7 @@ LOADER_ERR=$T/loader.err restart "$T/lazy.ckpt"
 [ "$RPID" = "$pid" ] ||
 	fail "restored as pid $RPID, not $pid, after its zombie was reaped: $(cat "$T/loader.err")"
 [ ! -s "$T/loader.err" ] || fail "the loader said (lazy parent): $(cat "$T/loader.err")"
-wait_line "$T/lazy.out" '^reaped'
+wait_line "$T/lazy.err" '^reaped'
 n=$(last_tick "$T/lazy.out")
 wait_line "$T/lazy.out" "^tick $((n + 2)) pid $pid\$"
 kill -9 "$RPID"
