@@ -35,10 +35,21 @@ static int has_tid(const struct target *t, pid_t tid)
 /* The process exited or is exiting: what to say instead of "cannot attach". */
 static int explain_gone(pid_t pid, struct ibcr_err *e)
 {
+	const struct timespec ms = { 0, 1000 * 1000 };
 	struct proc_stat ps;
-	int c = 0, known;
+	int c = 0, known, alive = proc_stat_of(pid, &ps);
 
-	if (!proc_stat_of(pid, &ps)) {
+	/*
+	 * On its way out: a zombie in a moment, whose status says why. A
+	 * process just killed runs a little before it is seen exiting: a
+	 * failure may have come from that; look for 20 ms before trusting it.
+	 */
+	for (int i = 0; i < 1000 && alive && ps.state != 'Z' && ps.state != 'X' &&
+	     ((ps.flags & PROC_PF_EXITING) || i < 20); i++) {
+		nanosleep(&ms, NULL);
+		alive = proc_stat_of(pid, &ps);
+	}
+	if (!alive) {
 		/* reaped: by us (we trace it), or by its parent after we let go */
 		known = pt_exit_status(pid, &c) ||
 			waitpid(pid, &c, WNOHANG | __WALL) == pid;
