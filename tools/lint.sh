@@ -40,9 +40,9 @@ fi
 
 ARCH=$(uname -m)
 UAPI=build/uapi
-[ -d "$UAPI" ] || { echo "lint: $UAPI missing: run make first" >&2; exit 2; }
+[ -d "$UAPI" ] && [ -f build/gen/release.h ] || { echo "lint: $UAPI or build/gen missing: run make first" >&2; exit 2; }
 JOBS=$(nproc)
-BASE="$WARN -D_GNU_SOURCE -Ilib -Iarch -Iarch/$ARCH -Iloader/core -Iverbs -idirafter $UAPI"
+BASE="$WARN -D_GNU_SOURCE -Ilib -Iarch -Iarch/$ARCH -Iloader/core -Iverbs -Ibuild/gen -idirafter $UAPI"
 CORE="$BASE -ffreestanding -nostdinc -isystem $(gcc -print-file-name=include) \
 -include loader/core/hidden.h"
 fail=0
@@ -52,8 +52,8 @@ fail=0
 echo "lint: cppcheck"
 if ! cppcheck -q --error-exitcode=1 --inline-suppr --enable=warning,portability,performance \
 	--suppress=missingIncludeSystem --suppress=ctuuninitvar -D__${ARCH}__ \
-	-Ilib -Iarch -Iarch/"$ARCH" -Iloader/core -Iverbs \
-	lib saver loader verbs arch/"$ARCH" tools/ckpt-info.c; then
+	-Ilib -Iarch -Iarch/"$ARCH" -Iloader/core -Iverbs -Ibuild/gen -Itools \
+	lib saver loader verbs arch/"$ARCH" tools/ckpt-info.c tools/info_json.c; then
 	fail=1
 fi
 
@@ -75,7 +75,7 @@ export -f tidy
 export BASE CORE
 echo "lint: clang-tidy ($JOBS at a time)"
 if ! ls lib/*.c saver/*.c loader/*.c loader/core/*.c verbs/*.c arch/"$ARCH"/*.c \
-	tools/ckpt-info.c | xargs -P "$JOBS" -I{} bash -c 'tidy {}'; then
+	tools/ckpt-info.c tools/info_json.c | xargs -P "$JOBS" -I{} bash -c 'tidy {}'; then
 	fail=1
 fi
 [ $fail = 0 ] && echo "lint: clean"
