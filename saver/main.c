@@ -20,6 +20,7 @@
 #include "guard.h"
 #include "options.h"
 #include "outpath.h"
+#include "park.h"
 #include "progress.h"
 #include "sink.h"
 #include "statsout.h"
@@ -237,6 +238,12 @@ static int stop_all(const struct saver_opts *o, struct run *r, struct ibcr_err *
 	for (uint32_t i = 0; i < r->n && !rc && !o->tree && o->how == RELEASE_RUN &&
 	     o->snapshots; i++)
 		vmflags_preread(&r->t[i]);
+	/* the parking gadget is in their code, which does not change: look now */
+	for (uint32_t i = 0; i < r->n && !rc; i++) {
+		struct ibcr_err later;	/* looked for again in the freeze */
+
+		park_prepare(&r->t[i], &later);
+	}
 	r->s.frozen = now_ms();
 	/* All are stopped before any is read: one consistent point in time. */
 	if (o->tree && !rc)

@@ -227,8 +227,16 @@ int park_thread(struct target *t, pid_t tid, struct park *p, struct ibcr_err *e)
 		return -1;
 	p->pid = t->pid;
 	p->tid = tid;
-	p->insn = t->syscall_insn;
 	p->gadget = t->sigreturn_gadget;
+#if ARCH_HAS_PARK
+	if (p->gadget && !gadget_ok(p)) {	/* found before the freeze; code moved since */
+		t->park_ready = 0;
+		if (park_prepare(t, e))
+			return -1;
+		p->gadget = t->sigreturn_gadget;
+	}
+#endif
+	p->insn = t->syscall_insn;
 	if (pt_getregs(tid, &p->regs, e) || pt_getsigmask(tid, &p->mask, e))
 		return -1;
 	rc = park_safe(p, e);
