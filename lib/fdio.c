@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fdio.h"
@@ -79,4 +81,26 @@ int fd_set_direct(int fd, int on)
 		return -1;
 	fl = on ? fl | O_DIRECT : fl & ~O_DIRECT;
 	return fcntl(fd, F_SETFL, fl) ? -1 : 0;
+}
+
+/*
+ * Waits until fd has at least want bytes to read (FIONREAD), for up to
+ * ms milliseconds: what is written into a pty's master reaches its
+ * slave's line discipline later, from a kernel worker, with the termios
+ * in force by then.
+ */
+int fionread_wait(int fd, int want, int ms)
+{
+	struct timespec t = { 0, 1000000 };
+	int n = 0;
+
+	for (int i = 0; i <= ms; i++) {
+		if (ioctl(fd, FIONREAD, &n))
+			return -1;
+		if (n >= want)
+			return 0;
+		nanosleep(&t, NULL);
+	}
+	errno = ETIMEDOUT;
+	return -1;
 }

@@ -19,5 +19,7 @@ int pread_full(int fd, void *p, size_t n, uint64_t off);
  * (EINVAL when the file system cannot do direct I/O).
  */
 int fd_set_direct(int fd, int on);
+/* Waits up to ms milliseconds for fd to have want bytes to read: 0, or -1 */
+int fionread_wait(int fd, int want, int ms);
 
 #endif

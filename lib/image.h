@@ -30,7 +30,7 @@ struct ibcr_file_hdr {
 	uint32_t version;
 	uint32_t arch;		/* enum ibcr_arch */
 	uint32_t page_size;
-	uint32_t flags;		/* none defined in version 1: must be 0 */
+	uint32_t flags;		/* IBCR_HDRF_* */
 	uint32_t nprocs;	/* processes in this image */
 	uint32_t hdr_size;	/* sizeof(struct ibcr_file_hdr) */
 	uint64_t created_ns;	/* CLOCK_REALTIME when the image was made */
@@ -50,6 +50,15 @@ enum ibcr_sec_type {
 	IBCR_SEC_SYSVSHM = 9,	/* image-wide: SysV shared memory segments */
 	IBCR_SEC_SYSVSEM = 10,	/* image-wide: SysV semaphore sets */
 	IBCR_SEC_SYSVMSG = 11,	/* image-wide: SysV message queues */
+	IBCR_SEC_CREDS = 12,	/* struct ibcr_creds_hdr + per-thread records */
+	IBCR_SEC_SECCOMP = 13,	/* struct ibcr_seccomp_hdr + filters + programs */
+	IBCR_SEC_COW = 24,	/* pages a process shares with its parent */
+	IBCR_SEC_PATTRS = 14,	/* struct ibcr_pattrs + cgroup path */
+	IBCR_SEC_TATTRS = 15,	/* struct ibcr_tattrs[nthreads] */
+	IBCR_SEC_FILEDATA = 16,	/* image-wide: bytes of deleted files and memfds */
+	IBCR_SEC_FILEATTRS = 17,	/* image-wide: struct ibcr_fattr[FILEOBJS' nobjs] */
+	IBCR_SEC_BACKING = 22,	/* image-wide: mapped (and carried) files: identity, contents */
+	IBCR_SEC_VDSO = 23,	/* image-wide: the saving kernel's [vdso], its bytes */
 	IBCR_SEC_END = 0x7fff,	/* last section: marks a complete image */
 };
 
@@ -115,7 +124,7 @@ struct ibcr_end {
 #define IBCR_MAX_AUXV 64	/* 64-bit words, as the kernel's saved_auxv */
 
 /* Process flags. */
-#define IBCR_PROCF_SECCOMP 0x1	/* had a seccomp filter (not restored) */
+#define IBCR_PROCF_SECCOMP 0x1	/* a thread is under seccomp (CREDS, SECCOMP) */
 #define IBCR_PROCF_ZOMBIE 0x2	/* exited, not reaped: PROC only, exit_status */
 #define IBCR_PROCF_STOPPED 0x4	/* stopped by job control: restored stopped */
 
@@ -131,9 +140,10 @@ struct ibcr_proc {
 	uint32_t umask;
 	uint32_t personality;
 	uint32_t flags;		/* IBCR_PROCF_* */
+	/* the main thread's, for ckpt-info; CREDS holds what is restored */
 	uint32_t uid[4];	/* real, effective, saved, filesystem */
 	uint32_t gid[4];
-	uint32_t ngroups;
+	uint32_t ngroups;	/* the first 32 at most */
 	uint32_t groups[32];
 	uint32_t auxv_words;	/* used entries of auxv[] */
 	/* mm fields, as PR_SET_MM_MAP takes them */
@@ -148,7 +158,118 @@ struct ibcr_proc {
 	/* exe identity, to refuse a changed binary */
 	uint64_t exe_ino, exe_dev, exe_size, exe_mtime_ns;
 	int32_t exit_status;	/* zombies: as wait(2) reports it */
-	uint32_t pad;
+	uint32_t files_of;	/* 1 + index of the process whose descriptor */
+				/* table this one shares (CLONE_FILES): the */
+				/* first of them in the image; 0: its own */
+};
+
+/*
+ * CREDS section: one per process (not zombies), after its THREADs.
+ * struct ibcr_creds_hdr, nthreads records in THREAD order, ngroups u32
+ * group ids (each record's list from its group0; threads with the same
+ * list share it), then the root directory (root_len bytes with its NUL,
+ * as /proc/PID/root reads from the saver).
+ */
+struct ibcr_creds_hdr {
+	uint32_t nthreads;
+	uint32_t ngroups;
+	uint32_t dumpable;	/* PR_GET_DUMPABLE: 0, 1, or 2 (root only) */
+	uint32_t root_len;
+};
+
+#define IBCR_CREDF_NO_NEW_PRIVS 0x1
+
+enum ibcr_seccomp_mode {
+	IBCR_SECCOMP_OFF = 0,
+	IBCR_SECCOMP_STRICT = 1,
+	IBCR_SECCOMP_FILTER = 2,
+};
+
+/* One thread's credentials and sandbox. Capability sets: bit n = cap n. */
+struct ibcr_creds {
+	uint32_t uid[4];	/* real, effective, saved, filesystem */
+	uint32_t gid[4];
+	uint64_t cap_eff, cap_prm, cap_inh, cap_bnd, cap_amb;
+	uint32_t securebits;	/* PR_GET_SECUREBITS, lock bits included */
+	uint32_t flags;		/* IBCR_CREDF_* */
+	uint32_t seccomp;	/* enum ibcr_seccomp_mode */
+	uint32_t filter;	/* FILTER: its newest filter, index + 1 in SECCOMP */
+	uint32_t group0, ngroups;	/* its supplementary groups in the table */
+	uint32_t loginuid;	/* audit; 0xffffffff: never set */
+	uint32_t sessionid;	/* audit session, informational (not restorable) */
+};
+
+/*
+ * SECCOMP section: one per process that has filters. struct
+ * ibcr_seccomp_hdr, nfilters records, ninsns classic BPF instructions
+ * (struct sock_filter, 8 bytes each). A record is a node of the
+ * kernel's filter tree: the filter it was installed on top of comes
+ * first (prev, index + 1; 0 for the first of a chain). Threads whose
+ * filters are equal, in the same order, share the records: that is how
+ * the kernel shares them after TSYNC or a clone.
+ */
+struct ibcr_seccomp_hdr {
+	uint32_t nfilters;
+	uint32_t ninsns;
+};
+
+struct ibcr_seccomp_filter {
+	uint32_t prev;		/* index + 1 of the filter below, 0: none */
+	uint32_t flags;		/* SECCOMP_FILTER_FLAG_LOG as the kernel reports it */
+	uint32_t insn0;		/* its program in the instruction table */
+	uint32_t ninsns;
+};
+
+/*
+ * PATTRS section, one per live process (after FILES): attributes of the
+ * process as a whole that the kernel keeps and the restore sets again.
+ * The cgroup v2 path (cgroup_len bytes with its NUL, 0 = none known)
+ * follows the record.
+ */
+#define IBCR_PATTRF_SUBREAPER 0x1	/* PR_SET_CHILD_SUBREAPER */
+#define IBCR_PATTRF_MEMBARRIER_OLD 0x2	/* kernel without MEMBARRIER_CMD_GET_REGISTRATIONS: */
+					/* the global expedited registration is unknown */
+
+/* membarrier registrations, as the commands that make them (MEMBARRIER_CMD_*) */
+#define IBCR_MEMBARRIER_GLOBAL_EXPEDITED 0x4
+#define IBCR_MEMBARRIER_PRIVATE_EXPEDITED 0x10
+#define IBCR_MEMBARRIER_SYNC_CORE 0x40
+#define IBCR_MEMBARRIER_RSEQ 0x100
+
+struct ibcr_pattrs {
+	int32_t oom_score_adj;	/* /proc/PID/oom_score_adj */
+	uint32_t flags;		/* IBCR_PATTRF_* */
+	uint32_t thp_disable;	/* what PR_GET_THP_DISABLE answered (bit 1: except advised) */
+	uint32_t membarrier;	/* IBCR_MEMBARRIER_*: registrations whose command works */
+	uint32_t stop_sig;	/* IBCR_PROCF_STOPPED: the signal that stopped it */
+	uint32_t cgroup_len;	/* bytes of the cgroup v2 path that follows, NUL included */
+	uint8_t reserved[40];
+};
+
+/*
+ * TATTRS section, one per live process (after PATTRS): a record per
+ * thread, in the order of the THREAD sections. The scheduling fields are
+ * struct sched_attr's (sched_getattr); the affinity mask has bit n for
+ * CPU n, up to 1024 CPUs.
+ */
+#define IBCR_TATTRF_UCLAMP 0x1		/* util_min/util_max were read */
+#define IBCR_TATTRF_SLACK_DEFAULT 0x2	/* timer_slack_default_ns was read */
+#define IBCR_AFFINITY_BYTES 128
+
+struct ibcr_tattrs {
+	int32_t tid;
+	uint32_t flags;		/* IBCR_TATTRF_* */
+	uint32_t sched_policy;	/* SCHED_* */
+	int32_t sched_nice;
+	uint64_t sched_flags;	/* SCHED_FLAG_* (reset on fork, deadline flags) */
+	uint32_t sched_priority;
+	uint32_t util_min, util_max;
+	uint32_t pdeath_sig;	/* PR_GET_PDEATHSIG */
+	uint64_t sched_runtime, sched_deadline, sched_period;
+	uint64_t timer_slack_ns;	/* PR_GET_TIMERSLACK */
+	uint64_t timer_slack_default_ns;	/* what PR_SET_TIMERSLACK 0 goes back to */
+	uint8_t affinity[IBCR_AFFINITY_BYTES];	/* sched_getaffinity */
+	uint8_t reserved[32];
 };
 
 /* How the restore writes the thread's TID at clear_child_tid. */
@@ -251,6 +372,36 @@ enum ibcr_fd_kind {
 				/* waited for the master's reader */
 	IBCR_FD_PTS = 19,	/* pty slave whose master is in the image: aux[0] */
 				/* the index, aux[1] the master's object */
+	IBCR_FD_EXTERNAL = 20,	/* a descriptor leading outside, as saver */
+				/* --external-fd said: data struct ibcr_external */
+	IBCR_FD_OPATH = 21,	/* O_PATH descriptor of any kind of file (a */
+				/* symlink itself with O_NOFOLLOW): path, mode */
+	IBCR_FD_DELDIR = 22,	/* a directory removed while open (or a working */
+				/* directory): where it was, mode, times; owner */
+				/* in FILEATTRS; made again and removed */
+	IBCR_FD_PIDFD = 23,	/* pidfd of a process of the image: data struct */
+				/* ibcr_pidfd; opened by its holder */
+};
+
+/* The data of an IBCR_FD_PIDFD object. */
+struct ibcr_pidfd {
+	int32_t pid;		/* the process it refers to (saved pid): its */
+				/* holder, the holder's parent or a child of it */
+	uint32_t thread;	/* 1: PIDFD_THREAD (of that main thread) */
+};
+
+/* What the restore puts at a descriptor that leads outside (saver --external-fd). */
+enum ibcr_ext_action {
+	IBCR_EXT_CLOSE = 1,	/* nothing: the descriptor is closed */
+	IBCR_EXT_NULL = 2,	/* /dev/null, with the saved access mode and flags */
+	IBCR_EXT_INHERIT = 3,	/* restart-loader's own descriptor of that number */
+	IBCR_EXT_TTY = 4,	/* restart-loader's controlling terminal */
+};
+
+/* The data of an IBCR_FD_EXTERNAL object. */
+struct ibcr_external {
+	uint32_t action;	/* enum ibcr_ext_action */
+	int32_t fd;		/* the descriptor's number in its process */
 };
 
 /* A pty pair's terminal state, the data of its IBCR_FD_PTMX object. */
@@ -311,6 +462,50 @@ struct ibcr_fobj {
 	uint64_t data_off;	/* bytes it holds (unread pipe data), in */
 	uint64_t data_len;	/* the section's data area */
 	uint64_t aux[4];	/* per kind, see ibcr_fd_kind */
+};
+
+/*
+ * FILEATTRS section: image-wide, after FILEDATA, one record per object
+ * of FILEOBJS, in its order: what an open file description or its file
+ * has beyond struct ibcr_fobj. An image without it has zeros here.
+ */
+#define IBCR_FATTR_DATA 0x1	/* its bytes are in FILEDATA: data_off, data_len */
+#define IBCR_FATTR_OWNER 0x2	/* uid, gid, atime_ns hold the file's */
+
+struct ibcr_fattr {
+	uint32_t same_file;	/* DELETED, MEMFD: 1 + index of an earlier object */
+				/* that is this very file (it holds the bytes) */
+	uint32_t flags;		/* IBCR_FATTR_* */
+	uint32_t uid, gid;	/* DELETED, MEMFD: the file's owner */
+	uint64_t atime_ns;	/* DELETED, MEMFD: (mtime_ns is in the object) */
+	uint64_t data_off;	/* its record in FILEDATA's payload: */
+	uint64_t data_len;	/* nextents struct ibcr_extent, then their bytes */
+	uint32_t nextents;
+	uint32_t data_sum;	/* file_sum() of the record */
+	int32_t owner_pid;	/* F_GETOWN_EX: tid, pid or pgid; 0: none */
+	uint32_t owner_type;	/* F_OWNER_TID 0, F_OWNER_PID 1, F_OWNER_PGRP 2 */
+	uint32_t sig;		/* F_GETSIG: 0 is SIGIO */
+	uint32_t lease;		/* F_GETLEASE + 1 (1 read, 2 write), 0: none */
+	int32_t async_pid;	/* O_ASYNC: the process and fd whose number its */
+	int32_t async_fd;	/* signals name (si_fd), as the saver saw it first */
+	uint32_t mode;		/* PTMX: its slave's permission bits (uid, gid: */
+				/* its owner, flag OWNER) */
+	int32_t ctty_sid;	/* PTMX: the session whose controlling terminal */
+	int32_t fg_pgrp;	/* the slave is, and its foreground group; 0: none */
+	uint32_t pty_input;	/* PTMX: bytes of input the slave's reader had not */
+				/* read (non-canonical), after the pending output */
+};
+
+/*
+ * FILEDATA section: image-wide, after FILEOBJS, flag CRC_PER_REGION (its
+ * data_crc is unused): the records of the files whose bytes the image
+ * holds, each 8-byte aligned, as its FILEATTRS record says. A record is
+ * the file's data extents (SEEK_DATA, SEEK_HOLE: holes stay holes), then
+ * their bytes, extent after extent. It is read a piece at a time, not
+ * held in memory: a file may be larger than memory.
+ */
+struct ibcr_extent {
+	uint64_t off, len;
 };
 
 struct ibcr_fileobjs_hdr {
@@ -390,6 +585,45 @@ struct ibcr_sysv_msg {
 	uint64_t data_off;	/* in the data area */
 };
 
+/*
+ * BACKING section (image-wide): the files the processes map, each once
+ * (by device and inode), with what a restore recognises them by; in a
+ * self-contained image (IBCR_HDRF_SELF_CONTAINED) also the regular files
+ * they have open, with their contents. struct ibcr_backing_hdr, nfiles
+ * records, the string table. The contents, when carried, are a stream of
+ * their own: a second BACKING section with flag IBCR_SECF_CRC_PER_REGION
+ * (and IBCR_SECF_BLOCKS when compressed), laid out like a PAGES payload,
+ * each file's bytes at its data_off, summed like a region (data_sum).
+ */
+#define IBCR_BACKF_BUILD_ID 0x1	/* build_id[build_id_len]: its ELF build-id */
+#define IBCR_BACKF_SHA256 0x2	/* sha256[]: the SHA-256 of its contents */
+#define IBCR_BACKF_CONTENTS 0x4	/* its contents are in the image */
+#define IBCR_BACKF_MAPPED 0x8	/* a process maps it */
+#define IBCR_BACKF_OPEN 0x10	/* a process has it open (self-contained) */
+
+struct ibcr_backing {
+	uint64_t ino, dev, size, mtime_ns, ctime_ns;	/* at the checkpoint */
+	uint32_t mode;		/* st_mode */
+	uint32_t flags;		/* IBCR_BACKF_* */
+	uint32_t path_off;	/* in the string table */
+	uint32_t build_id_len;
+	uint8_t build_id[32];
+	uint8_t sha256[32];
+	uint64_t data_off;	/* CONTENTS: its bytes in the contents stream */
+	uint64_t data_len;	/* (size, rounded up to the page size) */
+	uint32_t data_sum;	/* page_sum of those bytes, as a region's */
+	uint32_t pad;
+};
+
+struct ibcr_backing_hdr {
+	uint32_t nfiles;
+	uint32_t strtab_size;
+	/* struct ibcr_backing[nfiles], string table */
+};
+
+/* File header flags. */
+#define IBCR_HDRF_SELF_CONTAINED 0x1	/* carries its files (BACKING contents) */
+
 /* FILES section, one per process: its descriptors, sorted by number. */
 struct ibcr_fd {
 	int32_t fd;
@@ -444,9 +678,17 @@ enum ibcr_vma_kind {
 #define IBCR_VMAF_NAMED 0x200	/* SHMEM: a file (tmpfs or mapped writable */
 				/* shared) whose mapped content is saved; */
 				/* the region's name is its path */
+#define IBCR_VMAF_OBJFILE 0x800	/* FILE with DELETED: a deleted file or memfd */
+				/* that is a file object of the image (by */
+				/* file_dev, file_ino): mapped from it */
 #define IBCR_VMAF_THP 0x400	/* had transparent huge pages (with */
 				/* IBCR_MADV_HUGEPAGE: filled so that the */
 				/* kernel gives them again) */
+#define IBCR_VMAF_COW 0x10000	/* ANON: some of its pages are its parent's, */
+				/* shared copy-on-write (COW section) */
+#define IBCR_VMAF_COWSRC 0x20000	/* ANON: children share some of its pages */
+#define IBCR_VMAF_DROPPABLE 0x40000	/* ANON: MAP_DROPPABLE (6.11): its pages */
+				/* may be dropped under memory pressure */
 
 /* madvise state (from smaps VmFlags). */
 #define IBCR_MADV_HUGEPAGE 0x1
@@ -474,6 +716,29 @@ struct ibcr_vma {
 		uint64_t file_mtime_ns;	/* FILE: the file's mtime */
 		uint64_t file_mode;	/* SHMEM with NAMED: its st_mode */
 	};
+};
+
+/*
+ * COW section, per process, after its VMAS: struct ibcr_cow_hdr, then
+ * nregions records, then nruns runs. Each record names a region (flag
+ * COW) and the region of the parent process (the process whose pid is
+ * this one's ppid; flag COWSRC) where it starts (it may end past it: a
+ * heap grows), and its runs, all within both regions:
+ * the pages that were the very same physical page in both, which the
+ * region's own page data does not hold. The region's other pages are
+ * its stored runs or were not there (zero).
+ */
+struct ibcr_cow_hdr {
+	uint32_t nregions;
+	uint32_t pad;
+	uint64_t nruns;
+	/* struct ibcr_cow_region[nregions], struct ibcr_run[nruns] */
+};
+
+struct ibcr_cow_region {
+	uint32_t vma;		/* index in this process's VMAS */
+	uint32_t src;		/* index in the parent's VMAS */
+	uint64_t run0, nruns;	/* its runs in this section's runs */
 };
 
 /* A run of stored pages: [addr, addr + npages * page_size). */

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -159,6 +160,53 @@ static int dec_fileobjs(struct img_reader *r, const uint8_t *p, uint64_t n,
 	return 0;
 }
 
+/* Each object's record, checked against FILEDATA's bounds and the objects. */
+static int dec_fattrs(struct img_reader *r, const uint8_t *p, uint64_t n,
+		      struct ibcr_files *f, struct ibcr_err *e)
+{
+	if (n != (uint64_t)f->nobjs * sizeof(struct ibcr_fattr))
+		return ibcr_fail(e, "image %s: FILEATTRS section does not match the %u file "
+				 "objects", r->path, f->nobjs);
+	memcpy(f->attrs, p, n);
+	for (uint32_t i = 0; i < f->nobjs; i++) {
+		const struct ibcr_fattr *a = &f->attrs[i];
+
+		if (a->same_file > i || ((a->flags & IBCR_FATTR_DATA) &&
+		    (a->data_off > f->filedata_size || a->data_len > f->filedata_size - a->data_off ||
+		     (uint64_t)a->nextents * sizeof(struct ibcr_extent) > a->data_len)))
+			return ibcr_fail(e, "image %s: the attributes of file object %u are "
+					 "malformed", r->path, i);
+	}
+	return 0;
+}
+
+/* FILEDATA's place (read a piece at a time), then FILEATTRS. */
+static int load_fattrs(struct img_reader *r, struct ibcr_files *f, struct ibcr_err *e)
+{
+	int rc = 0;
+
+	f->filedata_fd = r->fd;
+	f->attrs = xcalloc(f->nobjs + 1, sizeof(*f->attrs));
+	for (uint32_t i = 0; i < r->nsecs; i++)
+		if (r->secs[i].h.type == IBCR_SEC_FILEDATA) {
+			if (f->filedata_off)
+				return ibcr_fail(e, "image %s: two FILEDATA sections", r->path);
+			f->filedata_off = r->secs[i].payload;
+			f->filedata_size = r->secs[i].h.size;
+		}
+	for (uint32_t i = 0; i < r->nsecs && !rc; i++) {
+		uint8_t *p;
+
+		if (r->secs[i].h.type != IBCR_SEC_FILEATTRS)
+			continue;
+		if (imgr_payload(r, i, &p, e))
+			return -1;
+		rc = dec_fattrs(r, p, r->secs[i].h.size, f, e);
+		free(p);
+	}
+	return rc;
+}
+
 int imgr_load_files(struct img_reader *r, struct ibcr_files *f, struct ibcr_err *e)
 {
 	memset(f, 0, sizeof(*f));
@@ -178,6 +226,10 @@ int imgr_load_files(struct img_reader *r, struct ibcr_files *f, struct ibcr_err 
 			ibcr_files_free(f);
 			return -1;
 		}
+	}
+	if (load_fattrs(r, f, e)) {
+		ibcr_files_free(f);
+		return -1;
 	}
 	return 0;
 }
@@ -347,6 +399,7 @@ void ibcr_files_free(struct ibcr_files *f)
 	free(f->objs);
 	free(f->paths);
 	free(f->data);
+	free(f->attrs);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -426,8 +479,9 @@ static int dec_vmas(struct img_reader *r, uint32_t proc, const uint8_t *p,
 }
 
 /* The block index of a compressed PAGES payload, every header checked. */
-static int scan_blocks(struct img_reader *r, uint32_t proc, const struct img_section *s,
-		       struct ibcr_process_state *ps, struct ibcr_err *e)
+int imgr_scan_blocks(struct img_reader *r, const struct img_section *s, const char *what,
+		     struct ibcr_blockref **blocks, uint64_t *nblocks, uint64_t *raw_size,
+		     struct ibcr_err *e)
 {
 	uint64_t off = s->payload, end = s->payload + s->h.size, raw = 0, cap = 0;
 
@@ -436,29 +490,37 @@ static int scan_blocks(struct img_reader *r, uint32_t proc, const struct img_sec
 		struct ibcr_blockref *ref;
 
 		if (end - off < sizeof(b) || pread(r->fd, &b, sizeof(b), (off_t)off) != sizeof(b))
-			return ibcr_fail(e, "image %s: process %u: page block at offset %llu "
-					 "is cut off", r->path, proc, (unsigned long long)off);
+			return ibcr_fail(e, "image %s: %s: page block at offset %llu "
+					 "is cut off", r->path, what, (unsigned long long)off);
 		if (b.magic != IBCR_BLOCK_MAGIC ||
 		    b.hdr_crc != crc32c(0, &b, offsetof(struct ibcr_block, hdr_crc)))
-			return ibcr_fail(e, "image %s: process %u: page block at offset %llu "
-					 "is corrupt (header CRC mismatch)", r->path, proc,
+			return ibcr_fail(e, "image %s: %s: page block at offset %llu "
+					 "is corrupt (header CRC mismatch)", r->path, what,
 					 (unsigned long long)off);
 		if (b.raw_off != raw || b.raw_len == 0 || b.raw_len > (16u << 20) ||
 		    b.stored_len > end - off - sizeof(b) || b.codec > IBCR_CODEC_ZLIB ||
 		    (b.codec == IBCR_CODEC_RAW && b.stored_len != b.raw_len))
-			return ibcr_fail(e, "image %s: process %u: page block at offset %llu "
-					 "is malformed", r->path, proc, (unsigned long long)off);
-		if (ps->nblocks == cap)
-			ps->blocks = xrealloc(ps->blocks, sizeof(*ps->blocks) *
-					      (cap = cap ? cap * 2 : 64));
-		ref = &ps->blocks[ps->nblocks++];
+			return ibcr_fail(e, "image %s: %s: page block at offset %llu "
+					 "is malformed", r->path, what, (unsigned long long)off);
+		if (*nblocks == cap)
+			*blocks = xrealloc(*blocks, sizeof(**blocks) * (cap = cap ? cap * 2 : 64));
+		ref = &(*blocks)[(*nblocks)++];
 		*ref = (struct ibcr_blockref){ off + sizeof(b), b.raw_off, b.raw_len,
 					       b.stored_len, b.codec, b.raw_crc };
 		raw += b.raw_len;
 		off += sizeof(b) + (b.stored_len + 7) / 8 * 8;
 	}
-	ps->pages_size = raw;
+	*raw_size = raw;
 	return 0;
+}
+
+static int scan_blocks(struct img_reader *r, uint32_t proc, const struct img_section *s,
+		       struct ibcr_process_state *ps, struct ibcr_err *e)
+{
+	char what[32];
+
+	snprintf(what, sizeof(what), "process %u", proc);
+	return imgr_scan_blocks(r, s, what, &ps->blocks, &ps->nblocks, &ps->pages_size, e);
 }
 
 static int dec_opaque(const struct img_section *s, const uint8_t *p,
@@ -505,6 +567,16 @@ static int dec_one(struct img_reader *r, uint32_t proc, uint32_t idx,
 		return dec_vmas(r, proc, p, s->h.size, ps, e);
 	case IBCR_SEC_OPAQUE:
 		return dec_opaque(s, p, ps);
+	case IBCR_SEC_CREDS:
+		return dec_creds(r->path, proc, p, s->h.size, &ps->priv, e);
+	case IBCR_SEC_SECCOMP:
+		return dec_seccomp(r->path, proc, p, s->h.size, &ps->priv, e);
+	case IBCR_SEC_COW:
+		return dec_cow(r->path, proc, p, s->h.size, r->hdr.page_size, ps, e);
+	case IBCR_SEC_PATTRS:
+		return dec_pattrs(r->path, proc, p, s->h.size, ps, e);
+	case IBCR_SEC_TATTRS:
+		return dec_tattrs(r->path, proc, p, s->h.size, ps, e);
 	}
 	return ibcr_fail(e, "image %s: section %u has unknown type %u", r->path, idx,
 			 s->h.type);
@@ -544,13 +616,17 @@ int imgr_load_process(struct img_reader *r, uint32_t proc,
 			s->h.type == IBCR_SEC_FILES ? S_FILES :
 			s->h.type == IBCR_SEC_VMAS ? S_VMAS : 0;
 	}
+	/* attributes: both sections or, in an older image, neither */
+	ps->has_attrs = ps->cgroup && ps->tattrs;
 	if ((ps->rec.flags & IBCR_PROCF_ZOMBIE) ? seen != S_PROC :
 	    seen != (S_PROC | S_SIG | S_FILES | S_PAGES | S_VMAS) ||
-	    nthreads != ps->rec.nthreads) {
+	    nthreads != ps->rec.nthreads || (!ps->has_attrs && (ps->cgroup || ps->tattrs))) {
 		ibcr_fail(e, "image %s: process %u is incomplete (sections missing)",
 			  r->path, proc);
 		goto fail;
 	}
+	if (!(ps->rec.flags & IBCR_PROCF_ZOMBIE) && ibcr_priv_check(r->path, proc, ps, e))
+		goto fail;
 	return 0;
 fail:
 	ibcr_process_free(ps);
@@ -672,9 +748,14 @@ void ibcr_process_free(struct ibcr_process_state *ps)
 	free(ps->vma_names);
 	free(ps->runs);
 	free(ps->opaque);
+	free(ps->cow);
+	free(ps->cow_runs);
 	free(ps->blocks);
 	free(ps->exe);
 	free(ps->cwd);
 	free(ps->cmdline);
+	ibcr_priv_free(&ps->priv);
+	free(ps->cgroup);
+	free(ps->tattrs);
 	memset(ps, 0, sizeof(*ps));
 }

@@ -38,6 +38,7 @@ struct img_writer {
 
 /* imgw_open's flags */
 #define IMGW_DIRECT 1u	/* page data past the page cache: wqueue.h */
+#define IMGW_SELF_CONTAINED 2u	/* header flag IBCR_HDRF_SELF_CONTAINED */
 
 int imgw_open(struct img_writer *w, const char *path, uint32_t arch,
 	      uint32_t nprocs, unsigned flags, struct ibcr_err *e);
@@ -99,6 +100,37 @@ int imgr_load_files(struct img_reader *r, struct ibcr_files *f, struct ibcr_err 
 int imgr_load_sysv(struct img_reader *r, struct ibcr_sysv *s, struct ibcr_err *e);
 /* Decodes the image's SysV semaphore sets and message queues (none if absent). */
 int imgr_load_sysvipc(struct img_reader *r, struct ibcr_sysvipc *s, struct ibcr_err *e);
+/*
+ * image_port.c: the saving kernel's [vdso] bytes (*bytes malloc'd; none,
+ * NULL and 0, in an image made before they were saved).
+ */
+int imgr_load_vdso(struct img_reader *r, uint8_t **bytes, uint64_t *size,
+		   struct ibcr_err *e);
+/*
+ * The blocks of a compressed stream section (PAGES, BACKING contents):
+ * every header checked, in order; `what` names the section's owner in
+ * messages. *blocks grows (realloc).
+ */
+int imgr_scan_blocks(struct img_reader *r, const struct img_section *s, const char *what,
+		     struct ibcr_blockref **blocks, uint64_t *nblocks, uint64_t *raw_size,
+		     struct ibcr_err *e);
+/* image_port.c: the backing files' table (none in an older image). */
+int imgr_load_backing(struct img_reader *r, struct ibcr_backings *f, struct ibcr_err *e);
+/* A self-contained image's carried files: their bytes, from the contents stream. */
+struct contents_reader {
+	struct img_reader *r;
+	const struct ibcr_backings *f;
+	uint8_t *raw, *stored;	/* compressed: the block decoded last */
+	int64_t cur;
+};
+#define CONTENTS_CHUNK (1ul << 20)
+void contents_open(struct contents_reader *c, struct img_reader *r,
+		   const struct ibcr_backings *f);
+int contents_read(struct contents_reader *c, uint64_t off, void *dst, size_t len,
+		  struct ibcr_err *e);
+void contents_close(struct contents_reader *c);
+/* Every carried file's contents against its checksum (ckpt-info --verify). */
+int contents_verify(struct img_reader *r, const struct ibcr_backings *f, struct ibcr_err *e);
 /* Every descriptor of ps names an object of f. */
 int ibcr_check_fds(const struct ibcr_process_state *ps, const struct ibcr_files *f,
 		   struct ibcr_err *e);
@@ -118,7 +150,30 @@ void enc_thread(struct buf *b, const struct ibcr_thread_state *t);
 void enc_files(struct buf *b, const struct ibcr_process_state *ps);
 void enc_fileobjs(struct buf *b, const struct ibcr_files *f);
 void enc_vmas(struct buf *b, const struct ibcr_process_state *ps);
+/* cow_codec.c: the COW section (decoded after the process's VMAS) */
+void enc_cow(struct buf *b, const struct ibcr_process_state *ps);
+int dec_cow(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
+	    uint32_t page_size, struct ibcr_process_state *ps, struct ibcr_err *e);
 void enc_sysvsem(struct buf *b, const struct ibcr_sysvipc *s);
 void enc_sysvmsg(struct buf *b, const struct ibcr_sysvipc *s);
+/* image_attrs.c: process and per-thread attributes (PATTRS, TATTRS) */
+void enc_pattrs(struct buf *b, const struct ibcr_process_state *ps);
+void enc_tattrs(struct buf *b, const struct ibcr_process_state *ps);
+int dec_pattrs(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
+	       struct ibcr_process_state *ps, struct ibcr_err *e);
+int dec_tattrs(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
+	       struct ibcr_process_state *ps, struct ibcr_err *e);
+
+/* image_priv.c: CREDS and SECCOMP (privileges and sandbox) */
+void enc_creds(struct buf *b, const struct ibcr_priv *pv);
+void enc_seccomp(struct buf *b, const struct ibcr_priv *pv);
+int dec_creds(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
+	      struct ibcr_priv *pv, struct ibcr_err *e);
+int dec_seccomp(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
+		struct ibcr_priv *pv, struct ibcr_err *e);
+/* A process that is not a zombie has credentials for each thread, filters for each */
+int ibcr_priv_check(const char *path, uint32_t proc, const struct ibcr_process_state *ps,
+		    struct ibcr_err *e);
+void enc_backing(struct buf *b, const struct ibcr_backings *f);
 
 #endif

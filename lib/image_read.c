@@ -31,6 +31,15 @@ const char *ibcr_sec_type_name(uint32_t type)
 	case IBCR_SEC_SYSVSHM: return "SYSVSHM";
 	case IBCR_SEC_SYSVSEM: return "SYSVSEM";
 	case IBCR_SEC_SYSVMSG: return "SYSVMSG";
+	case IBCR_SEC_CREDS: return "CREDS";
+	case IBCR_SEC_SECCOMP: return "SECCOMP";
+	case IBCR_SEC_COW: return "COW";
+	case IBCR_SEC_PATTRS: return "PATTRS";
+	case IBCR_SEC_TATTRS: return "TATTRS";
+	case IBCR_SEC_FILEDATA: return "FILEDATA";
+	case IBCR_SEC_FILEATTRS: return "FILEATTRS";
+	case IBCR_SEC_BACKING: return "BACKING";
+	case IBCR_SEC_VDSO: return "VDSO";
 	case IBCR_SEC_END: return "END";
 	}
 	return "unknown";
@@ -76,7 +85,7 @@ static int check_file_hdr(struct img_reader *r, struct ibcr_err *e)
 		return ibcr_fail(e, "image %s: format version %u was made by an older saver "
 				 "(its page checksums are computed otherwise); this one reads "
 				 "version %u", r->path, h->version, IBCR_VERSION);
-	if (h->hdr_size != sizeof(*h) || h->flags)
+	if (h->hdr_size != sizeof(*h) || (h->flags & ~(uint32_t)IBCR_HDRF_SELF_CONTAINED))
 		return ibcr_fail(e, "image %s: unsupported header (version %u, size %u, flags %#x)",
 				 r->path, h->version, h->hdr_size, h->flags);
 	if (h->page_size < 4096 || h->page_size > 65536 ||
@@ -115,6 +124,11 @@ static int read_sec(struct img_reader *r, uint32_t n, uint64_t off,
 				 ibcr_sec_type_name(h->type), n, (unsigned long long)off,
 				 (unsigned long long)(s->payload + h->size),
 				 (unsigned long long)r->size);
+	/* an image-wide section nobody reads would be ignored: refused */
+	if (!strcmp(ibcr_sec_type_name(h->type), "unknown"))
+		return ibcr_fail(e, "image %s: section %u at offset %llu has type %u, which "
+				 "this reader does not know", r->path, n, (unsigned long long)off,
+				 h->type);
 	if (h->type != IBCR_SEC_END && h->proc != IBCR_PROC_NONE &&
 	    h->proc >= r->hdr.nprocs)
 		return ibcr_fail(e, "image %s: %s section %u names process %u of %u",

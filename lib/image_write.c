@@ -111,6 +111,7 @@ int imgw_open(struct img_writer *w, const char *path, uint32_t arch,
 	h.page_size = (uint32_t)sysconf(_SC_PAGESIZE);
 	h.nprocs = nprocs;
 	h.hdr_size = sizeof(h);
+	h.flags = (flags & IMGW_SELF_CONTAINED) ? IBCR_HDRF_SELF_CONTAINED : 0;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	h.created_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	h.crc = crc32c(0, &h, offsetof(struct ibcr_file_hdr, crc));

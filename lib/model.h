@@ -32,6 +32,17 @@ struct ibcr_blockref {
 	uint32_t raw_len, stored_len, codec, raw_crc;
 };
 
+/* Privileges and sandbox of one process: CREDS and SECCOMP (image_priv.c). */
+struct ibcr_priv {
+	struct ibcr_creds_hdr hdr;
+	struct ibcr_creds *creds;	/* hdr.nthreads, in THREAD order */
+	uint32_t *groups;		/* hdr.ngroups */
+	char *root;			/* root directory */
+	uint32_t nfilters, ninsns;
+	struct ibcr_seccomp_filter *filters;
+	uint64_t *insns;		/* struct sock_filter, 8 bytes each */
+};
+
 struct ibcr_process_state {
 	struct ibcr_proc rec;
 	char *exe, *cwd, *cmdline;	/* cmdline: NULs between arguments */
@@ -52,6 +63,15 @@ struct ibcr_process_state {
 	struct ibcr_blockref *blocks;
 	uint32_t nopaque;
 	struct ibcr_opaque *opaque;
+	struct ibcr_priv priv;
+	uint32_t ncow;		/* COW section: regions sharing pages with the parent */
+	struct ibcr_cow_region *cow;
+	uint64_t ncow_runs;
+	struct ibcr_run *cow_runs;
+	int has_attrs;		/* PATTRS and TATTRS: none in older images */
+	struct ibcr_pattrs pattrs;
+	char *cgroup;		/* its cgroup v2 path, or NULL */
+	struct ibcr_tattrs *tattrs;	/* rec.nthreads records, or NULL */
 };
 
 /* The image's open file descriptions, shared by its processes. */
@@ -60,6 +80,10 @@ struct ibcr_files {
 	struct ibcr_fobj *objs;
 	char **paths;
 	uint8_t **data;		/* each object's data_len bytes, or NULL */
+	struct ibcr_fattr *attrs;	/* each object's (FILEATTRS; zeros without) */
+	uint64_t filedata_off;	/* reader: file offset of FILEDATA's payload */
+	uint64_t filedata_size;
+	int filedata_fd;	/* reader: the image, to read FILEDATA from */
 };
 
 /* The image's SysV shared memory segments (SYSVSHM section). */
@@ -80,8 +104,21 @@ struct ibcr_sysvipc {
 	uint8_t *data;		/* message text, at each message's data_off */
 };
 
+/* The image's backing files (BACKING section, image_port.c). */
+struct ibcr_backings {
+	uint32_t n;
+	struct ibcr_backing *f;
+	char **paths;
+	uint64_t data_payload;	/* self-contained: file offset of the contents stream */
+	uint64_t data_size;	/* its bytes (uncompressed) */
+	uint64_t nblocks;	/* compressed: its blocks */
+	struct ibcr_blockref *blocks;
+};
+
+void ibcr_backings_free(struct ibcr_backings *b);
 void ibcr_process_free(struct ibcr_process_state *ps);
 void ibcr_sysvipc_free(struct ibcr_sysvipc *s);
 void ibcr_files_free(struct ibcr_files *f);
+void ibcr_priv_free(struct ibcr_priv *p);
 
 #endif

@@ -128,7 +128,7 @@ static unsigned tty_dev(int fd)
  * else through the name of the std stream of ours that is that terminal
  * when there is one (the fd shows /dev/pts/N as before).
  */
-static int tty_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
+int tty_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 {
 	int flags = (int)(f->objs[i].flags & (O_ACCMODE | STATUS_FLAGS)) | O_NOCTTY | O_CLOEXEC;
 	int fd = open("/dev/tty", flags);
@@ -164,10 +164,9 @@ int fdk_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 	case IBCR_FD_SIGNALFD: return signalfd_open(o, i, e);
 	case IBCR_FD_EPOLL: return epoll_open(o, i, e);
 	case IBCR_FD_INOTIFY: return inotify_open(f, i, e);
-	case IBCR_FD_DELETED: return deleted_open(f, i, e);
-	case IBCR_FD_MEMFD: return memfd_open(f, i, e);
 	case IBCR_FD_TTY: return tty_open(f, i, e);
 	case IBCR_FD_PTMX: return ptmx_open(f, i, e);
+	case IBCR_FD_EXTERNAL: return external_open(f, i, e);
 	}
 	return ibcr_fail(e, "file object %u (%s) is of kind %u, which this restart-loader "
 			 "does not know", i, f->paths[i], o->kind);
@@ -182,6 +181,33 @@ static int fd_of(const struct restore *rs, uint32_t i)
 	return -1;
 }
 
+/*
+ * Entry w added with the file of object obj at number tfd, which now
+ * holds another (or none): the occupant aside, the file there for the
+ * add, the occupant back. The epoll keys the entry by (file, number).
+ */
+static int add_moved(const struct restore *rs, int efd, int tfd, uint32_t obj,
+		     struct epoll_event *ev)
+{
+	int aside = -1, fl = fcntl(tfd, F_GETFD), rc;
+
+	if (obj >= rs->files->nobjs || rs->obj_fds[obj] < 0) {
+		errno = EBADF;
+		return -1;
+	}
+	if (fl >= 0 && (aside = fcntl(tfd, F_DUPFD_CLOEXEC, rs->fd_base)) < 0)
+		return -1;
+	rc = dup2(rs->obj_fds[obj], tfd) < 0 ? -1 : epoll_ctl(efd, EPOLL_CTL_ADD, tfd, ev);
+	if (aside >= 0) {
+		if (dup3(aside, tfd, fl & FD_CLOEXEC ? O_CLOEXEC : 0) < 0)
+			rc = -1;
+		close(aside);
+	} else {
+		close(tfd);
+	}
+	return rc;
+}
+
 static int epoll_add(const struct restore *rs, uint32_t i, struct ibcr_err *e)
 {
 	const struct ibcr_fobj *o = &rs->files->objs[i];
@@ -193,11 +219,14 @@ static int epoll_add(const struct restore *rs, uint32_t i, struct ibcr_err *e)
 				 (unsigned long long)o->aux[1]);
 	for (uint64_t k = 0; k < o->aux[1]; k++, w += 3) {
 		struct epoll_event ev = { .events = (uint32_t)w[1], .data.u64 = w[2] };
+		int tfd = (int)(uint32_t)w[0];
+		uint32_t moved = (uint32_t)(w[0] >> 32);
 
-		if (epoll_ctl(rs->obj_fds[i], EPOLL_CTL_ADD, (int)w[0], &ev))
+		if (moved ? add_moved(rs, rs->obj_fds[i], tfd, moved - 1, &ev) :
+		    epoll_ctl(rs->obj_fds[i], EPOLL_CTL_ADD, tfd, &ev))
 			return ibcr_fail_errno(e, errno, "pid %d fd %d: epoll: watching fd %d "
 					       "again (events %#x)", rs->ps->rec.pid,
-					       fd_of(rs, i), (int)w[0], (unsigned)w[1]);
+					       fd_of(rs, i), tfd, (unsigned)w[1]);
 	}
 	return 0;
 }

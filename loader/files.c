@@ -50,7 +50,7 @@ static int is_ours(const struct restore *rs, int fd)
 	for (uint32_t i = 0; i < rs->ps->nvmas; i++)
 		if (rs->map_fds[i] == fd)
 			return 1;
-	return 0;
+	return group_keeps(rs, fd);
 }
 
 /* Closes what the loader inherited and the process did not have. */
@@ -87,6 +87,12 @@ static int open_mappings(struct restore *rs, struct ibcr_err *e)
 		rs->map_fds[i] = -1;
 		if (v->kind != IBCR_VMA_FILE)
 			continue;
+		if (v->flags & IBCR_VMAF_OBJFILE) {	/* a deleted file or memfd of the image */
+			if ((rs->map_fds[i] = objfile_open(rs, v, (v->flags & IBCR_VMAF_SHARED) != 0,
+							     e)) < 0)
+				return -1;
+			continue;
+		}
 		/* Regions of one file share a descriptor. */
 		for (uint32_t k = 0; k < i && rs->map_fds[i] < 0; k++)
 			if (rs->map_fds[k] >= 0 && !strcmp(ps->vma_names[k], ps->vma_names[i]) &&
@@ -101,6 +107,10 @@ static int open_mappings(struct restore *rs, struct ibcr_err *e)
 			return -1;
 		rs->map_fds[i] = fd;
 	}
+	/* a deleted executable: the file object its regions map */
+	for (uint32_t i = 0; i < ps->nvmas; i++)
+		if ((ps->vmas[i].flags & IBCR_VMAF_OBJFILE) && !strcmp(ps->vma_names[i], ps->exe))
+			return (rs->exe_fd = objfile_open(rs, &ps->vmas[i], 0, e)) < 0 ? -1 : 0;
 	rs->exe_fd = open(ps->exe, O_RDONLY | O_CLOEXEC);
 	if (rs->exe_fd >= 0 && move_high(&rs->exe_fd, rs->fd_base, "executable", e))
 		return -1;
@@ -110,18 +120,16 @@ static int open_mappings(struct restore *rs, struct ibcr_err *e)
 static int place(struct restore *rs, const struct ibcr_fd *f, struct ibcr_err *e)
 {
 	const struct ibcr_fobj *o = &rs->files->objs[f->obj];
+	int rc;
 
 	if (o->kind == IBCR_FD_STAGE)
 		return 0;	/* verbs_standins puts something there */
 	if (o->kind == IBCR_FD_TTY)
 		return tty_place(rs, f, e);
-	if (o->kind == IBCR_FD_STDIO) {
-		if (fcntl(f->fd, F_GETFD) < 0)
-			return ibcr_fail(e, "fd %d was a terminal, pipe or socket and is "
-					 "rebound to the loader's, but the loader has no "
-					 "fd %d", f->fd, f->fd);
-		return 0;
-	}
+	if (o->kind == IBCR_FD_PIDFD)
+		return pidfd_place(rs, f, e);
+	if ((rc = external_place(rs, f, e)) <= 0)	/* std streams, --external-fd */
+		return rc;
 	if (rs->obj_fds[f->obj] < 0)
 		return ibcr_fail(e, "fd %d: its file %s was not opened", f->fd,
 				 rs->files->paths[f->obj]);
@@ -131,20 +139,32 @@ static int place(struct restore *rs, const struct ibcr_fd *f, struct ibcr_err *e
 	return 0;
 }
 
+static int chdir_umask(const struct restore *rs, int cwd_done, struct ibcr_err *e)
+{
+	if (!cwd_done && chdir(rs->ps->cwd))
+		return ibcr_fail_errno(e, errno, "changing to directory %s", rs->ps->cwd);
+	umask((mode_t)rs->ps->rec.umask);
+	return 0;
+}
+
 int setup_files(struct restore *rs, struct ibcr_err *e)
 {
 	const struct ibcr_process_state *ps = rs->ps;
+	int cwd_done = 0;
 
+	/* sharing another's table (placed by it already): only our own */
+	if (ps->rec.files_of)
+		return group_follow(rs, open_mappings, e) || deldir_chdir(rs, &cwd_done, e) ||
+		       chdir_umask(rs, cwd_done, e) ? -1 : 0;
 	if (open_mappings(rs, e))
 		return -1;
 	for (uint32_t i = 0; i < ps->nfds; i++)
 		if (place(rs, &ps->fds[i], e))
 			return -1;
-	if (verbs_standins(rs, e) || epoll_fill(rs, e))
+	if (verbs_standins(rs, e) || epoll_fill(rs, e) || fdattr_async(rs, e) ||
+	    pty_ctty_restore(rs, e) || deldir_chdir(rs, &cwd_done, e) || group_lead(rs, e))
 		return -1;
 	close_strays(rs);
-	if (chdir(ps->cwd))
-		return ibcr_fail_errno(e, errno, "changing to directory %s", ps->cwd);
-	umask((mode_t)ps->rec.umask);
-	return 0;
+	group_close(rs);
+	return chdir_umask(rs, cwd_done, e);
 }

@@ -2,14 +2,18 @@
 /*
  * The parent's last act of a restore. The core cannot unmap the hole it
  * runs from, so the loader does it from outside, as CRIU does: it
- * attaches to every restored thread while they wait in the core, lets
- * each run through its rt_sigreturn (out of the hole, into the
+ * attaches to every restored thread while they wait in the core (with
+ * seccomp suspended when a thread is under seccomp: the filters it
+ * installs last must not refuse this), lets all run to their
+ * rt_sigreturn and then through it (out of the hole, into the
  * application), and makes the last one unmap the hole with a syscall
  * injected at the core's own syscall instruction before letting it go.
- * Without ptrace permission the threads resume alone and the hole stays.
+ * Without ptrace permission the threads resume alone and the hole stays
+ * (refused under seccomp).
  */
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,10 +68,10 @@ static void detach_all(pid_t *tids, uint32_t n)
 }
 
 /* Seizes every thread; 0 on success, -1 if tracing is not allowed. */
-static int seize_all(pid_t *tids, uint32_t n, struct ibcr_err *e)
+static int seize_all(pid_t *tids, uint32_t n, unsigned long opts, struct ibcr_err *e)
 {
 	for (uint32_t i = 0; i < n; i++)
-		if (pt_seize(tids[i], PTRACE_O_TRACESYSGOOD, e) || pt_interrupt(tids[i], e)) {
+		if (pt_seize(tids[i], opts, e) || pt_interrupt(tids[i], e)) {
 			detach_all(tids, i + 1);
 			return -1;
 		}
@@ -77,6 +81,45 @@ static int seize_all(pid_t *tids, uint32_t n, struct ibcr_err *e)
 static int send_control(int fd, char c)
 {
 	return write(fd, &c, 1) == 1 ? 0 : -1;
+}
+
+/* The thread that installs the filters all threads share goes first. */
+static void put_first(pid_t child, const struct plan *p, pid_t *tids, uint32_t n)
+{
+	struct plan_thread t;
+
+	if (p->first_thread >= p->nthreads ||
+	    read_child(child, (uint64_t)(uintptr_t)(p->threads + p->first_thread), &t,
+		       sizeof(t)))
+		return;
+	for (uint32_t k = 1; k < n; k++)
+		if (tids[k] == t.new_tid) {
+			tids[k] = tids[0];
+			tids[0] = t.new_tid;
+		}
+}
+
+/*
+ * Every thread to its rt_sigreturn's entry, the first as put_first says,
+ * then each through it: no program code runs until every thread has set
+ * its credentials and sandbox, which it does last. A thread that fails
+ * there has exited: the process is killed, never left half restored.
+ */
+static int resume_all(pid_t child, pid_t *tids, uint32_t n, struct ibcr_err *e)
+{
+	for (int half = 0; half < 2; half++)
+		for (uint32_t i = 0; i < n; i++)
+			if (half ? pt_run_to_syscall_exit(tids[i], e) :
+				   pt_run_until_syscall_entry(tids[i], SYS_rt_sigreturn, e)) {
+				char why[sizeof(e->msg)];
+
+				snprintf(why, sizeof(why), "%s", e->msg);
+				kill(child, SIGKILL);
+				return ibcr_fail(e, "restored process %d: %s, before it resumed "
+						 "(setting its credentials or sandbox failed?): "
+						 "killed", (int)child, why);
+			}
+	return 0;
 }
 
 int finalize(pid_t child, int status_fd, int control_fd, int verbose,
@@ -89,12 +132,22 @@ int finalize(pid_t child, int status_fd, int control_fd, int verbose,
 	uint32_t n = 0;
 	int32_t go = 1;
 	long ret;
+	unsigned long opts;
 
 	if (read(status_fd, &plan_addr, sizeof(plan_addr)) != sizeof(plan_addr) ||
 	    read_child(child, plan_addr, &p, sizeof(p)) || p.magic != PLAN_MAGIC)
 		return ibcr_fail(e, "restored process %d: cannot read its restore plan",
 				 (int)child);
-	if (list_tasks(child, &tids, &n) || !n || n != p.nthreads || seize_all(tids, n, e)) {
+	opts = PTRACE_O_TRACESYSGOOD | ((p.flags & PLAN_SECCOMP) ? PTRACE_O_SUSPEND_SECCOMP : 0);
+	if (list_tasks(child, &tids, &n) || !n || n != p.nthreads || seize_all(tids, n, opts, e)) {
+		/* without it, the filters would apply to our hand-over and refuse it */
+		if (p.flags & PLAN_SECCOMP) {
+			kill(child, SIGKILL);
+			free(tids);
+			return ibcr_fail(e, "restored process %d: cannot trace it with seccomp "
+					 "suspended (%s) to install its seccomp filters: killed",
+					 (int)child, e->msg[0] ? e->msg : "threads missing");
+		}
 		if (verbose)
 			fprintf(stderr, "restart-loader: cannot trace the restored process "
 				"(%s); its restore area stays mapped at %#llx\n",
@@ -110,15 +163,13 @@ int finalize(pid_t child, int status_fd, int control_fd, int verbose,
 		return ibcr_fail(e, "restored process %d: cannot release its threads",
 				 (int)child);
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		if (pt_run_until_syscall_exit(tids[i], SYS_rt_sigreturn, e)) {
-			detach_all(tids + i, n - i);
-			free(tids);
-			return -1;
-		}
-		if (i + 1 < n)
-			ptrace(PTRACE_DETACH, tids[i], NULL, NULL);
+	put_first(child, &p, tids, n);
+	if (resume_all(child, tids, n, e)) {
+		free(tids);
+		return -1;
 	}
+	for (uint32_t i = 0; i + 1 < n; i++)
+		ptrace(PTRACE_DETACH, tids[i], NULL, NULL);
 	a[0] = p.hole_start;
 	a[1] = p.hole_len;
 	if (pt_inject_syscall(tids[n - 1], p.hole_start + head->syscall_insn,

@@ -78,3 +78,40 @@ int find_free(const struct ibcr_process_state *const *ps, uint32_t nps, size_t s
 	free(s);
 	return ibcr_fail(e, "no free address range of %zu bytes", size);
 }
+
+static uint64_t distance(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+int find_free_near(const struct plan_range *busy, size_t n, uint64_t len, uint64_t off,
+		   uint64_t near, uint64_t lo, uint64_t hi, uint64_t *at)
+{
+	struct span *s = xmalloc(sizeof(*s) * (n + 2));
+	size_t cnt = 0;
+	uint64_t best = 0, gap_lo = lo;
+	int found = 0;
+
+	for (size_t i = 0; i < n; i++)
+		s[cnt++] = (struct span){ busy[i].start, busy[i].end };
+	s[cnt++] = (struct span){ hi, hi };
+	cnt = merge(s, cnt);
+	for (size_t i = 0; i < cnt && gap_lo < hi; i++) {
+		uint64_t gap_hi = s[i].start < hi ? s[i].start : hi;
+
+		if (gap_hi > gap_lo && gap_hi - gap_lo >= len) {
+			/* the nearest place in this gap: as close to near as it fits */
+			uint64_t want = near > off ? near - off : 0, pos;
+
+			pos = want < gap_lo ? gap_lo : want > gap_hi - len ? gap_hi - len : want;
+			if (!found++ || distance(pos + off, near) < distance(best + off, near))
+				best = pos;
+		}
+		if (s[i].end > gap_lo)
+			gap_lo = s[i].end;
+	}
+	free(s);
+	if (found)
+		*at = best;
+	return found ? 0 : -1;
+}

@@ -38,13 +38,16 @@ static int held_by_ghost(pid_t pid, const char *comm)
 	       (st.state == 'Z' || st.state == 'X' || (st.flags & PROC_PF_EXITING));
 }
 
-static long try_clone(pid_t want)
+/* clone3 with flags (CLONE_NEWPID...), with pid want when want > 0 */
+static long try_clone(pid_t want, unsigned long flags)
 {
-	struct clone_args ca = { .exit_signal = SIGCHLD };
+	struct clone_args ca = { .flags = flags, .exit_signal = SIGCHLD };
 	pid_t tid = want;
 
-	ca.set_tid = (uint64_t)(uintptr_t)&tid;
-	ca.set_tid_size = 1;
+	if (want > 0) {
+		ca.set_tid = (uint64_t)(uintptr_t)&tid;
+		ca.set_tid_size = 1;
+	}
 	return syscall(SYS_clone3, &ca, sizeof(ca));
 }
 
@@ -71,7 +74,7 @@ static void say_new_pid(const struct job *x, int err, pid_t got)
 			"pid %d%s\n", (int)want, strerror(err), (int)got, threads);
 }
 
-pid_t fork_as(const struct job *x, int *exact, int verbose)
+pid_t fork_as(const struct job *x, unsigned long flags, int *exact, int verbose)
 {
 	const struct timespec step = { 0, 2 * 1000 * 1000 };
 	pid_t want = x->ps.rec.pid;
@@ -80,7 +83,7 @@ pid_t fork_as(const struct job *x, int *exact, int verbose)
 
 	(void)verbose;	/* said always: a pid that changes matters */
 	for (int ms = 0;; ms += 2) {
-		pid = try_clone(want);
+		pid = try_clone(want, flags);
 		if (pid >= 0) {
 			*exact = 1;
 			return (pid_t)pid;
@@ -92,7 +95,7 @@ pid_t fork_as(const struct job *x, int *exact, int verbose)
 	}
 	*exact = 0;
 	fflush(NULL);
-	pid = fork();
+	pid = flags ? try_clone(0, flags) : fork();
 	if (pid > 0)
 		say_new_pid(x, err, (pid_t)pid);
 	return (pid_t)pid;

@@ -37,7 +37,9 @@ struct restore {
 	int status_fd;		/* child -> parent */
 	int control_fd;		/* parent -> child */
 	int exact_pid;		/* got the saved PID */
-	int set_creds;
+	uint32_t *cred_flags;	/* per thread, PLAN_CRED_* (creds.c) */
+	int seccomp;		/* a thread is under seccomp */
+	int loginuid_differs;	/* from the loader's: the child writes it */
 	int *map_fds;		/* per region: its file, or -1 */
 	const struct ibcr_files *files;	/* the image's file objects */
 	const int *obj_fds;	/* each one opened by the loader, or -1 */
@@ -48,7 +50,35 @@ struct restore {
 	struct poke *pokes;
 	uint32_t nshm;		/* the image's shared memory objects */
 	const struct shm_obj *shm;
+	/* a descriptor table shared with other processes (fdtable.c) */
+	uint32_t nmembers;	/* its leader: how many share it */
+	int grp[4];		/* the group's pipes: placed (r, w), done (r, w) */
+	int *keep;		/* its leader: the members' own descriptors */
+	uint32_t nkeep;
+	const struct job *jobs;	/* the image's processes (their pids, once forked) */
+	uint32_t njobs;
+	struct vdso_proxy *vdso;	/* another kernel's vdso: the proxy (vdso.c) */
+	struct backing_ctx *backing;	/* the image's backing files (backing.c) */
+	int cpu_in_use;		/* --cpu-check=in-use */
+	uint64_t *cow_at;	/* per region: built at this address before */
+				/* forking (cow.c), or 0 */
 };
+
+/* creds.c: can the loader give every thread its credentials and sandbox? */
+int creds_preflight(struct restore *rs, struct ibcr_err *e);
+/* creds.c (child, before the core): what only the process may set for itself */
+int creds_child(const struct restore *rs, struct ibcr_err *e);
+
+/* plan.c: room in the hole for the parts of the plan built elsewhere */
+struct arena {
+	uint8_t *base;
+	size_t size, used;
+};
+void *arena_take(struct arena *a, size_t n, size_t align);
+struct plan;
+/* credplan.c: each thread's credentials and filters in the plan */
+size_t creds_plan_size(const struct restore *rs);
+void plan_creds(struct plan *p, struct arena *a, const struct restore *rs);
 
 /* tcp.c: established TCP connections, in repair mode until tcp_finish */
 int tcp_repair_on(int s);
@@ -56,14 +86,67 @@ int tcp_restore(int s, const uint8_t *data, uint64_t len, const struct sockaddr 
 		socklen_t plen);
 int tcp_finish(const struct ibcr_files *f, const int *fds, struct ibcr_err *e);
 
+/* pathmap.c: --path-map OLD=NEW, applied to the image's paths once read */
+struct pathmap_rule;
+struct pathmap {
+	size_t n;
+	struct pathmap_rule *rule;
+};
+int pathmap_add(struct pathmap *pm, const char *arg, struct ibcr_err *e);
+/* path's translation (malloc'd), or NULL when no rule applies */
+char *pathmap_lookup(const struct pathmap *pm, const char *path);
+void pathmap_process(const struct pathmap *pm, struct ibcr_process_state *ps);
+void pathmap_files(const struct pathmap *pm, struct ibcr_files *f);
+void pathmap_backing(const struct pathmap *pm, struct ibcr_backings *b);
+
+/* backing.c: is every mapped file the one saved (identity, build-id, digest)? */
+struct backing_ctx;
+/* trusted: per file, 1 when it was put back by selfc.c (or NULL) */
+struct backing_ctx *backing_ctx(const struct ibcr_backings *b, const uint8_t *trusted);
+int backing_check(struct restore *rs, struct ibcr_err *e);
+
+/* selfc.c: a self-contained image's files, put back where missing */
+struct selfc;
+int selfc_prepare(struct img_reader *r, const struct ibcr_backings *b,
+		  const struct ibcr_files *files, struct selfc **out, struct ibcr_err *e);
+const uint8_t *selfc_trusted(const struct selfc *sc);
+/* its missing cwd made, its mapped files that are memfds named so */
+int selfc_process(const struct selfc *sc, struct ibcr_process_state *ps, struct ibcr_err *e);
+
+/* main.c: exits the way a restored process did (status from waitpid) */
+__attribute__((noreturn)) void exit_like(int st);
+
+/* pidns.c: --pid-ns; returns in the new namespace's first process */
+int pidns_enter(struct ibcr_err *e);
+/* a restore as root of a user namespace must find the saved ids mapped */
+int userns_check_creds(const struct ibcr_process_state *ps, struct ibcr_err *e);
+
+/* init.c: as pid 1 (a container's init), signals go on to the processes */
+void init_forward(const pid_t *pids, size_t n);
+/* init.c: SIGTERM, SIGHUP to any loader go on to the restored roots */
+void term_forward(const pid_t *pids, size_t n);
+
 /* preflight.c: checks that need no change to anything */
 int preflight(struct restore *rs, struct ibcr_err *e);
 int preflight_files(const struct ibcr_files *f, struct ibcr_err *e);
 
+/* attrs_check.c: can the attributes come back exactly? (no change made) */
+int attrs_preflight(const struct restore *rs, struct ibcr_err *e);
+int attrs_have_cap(int cap);
+const char *attrs_limit_name(int r);
+/* attrs.c: process attributes, in the child; per-thread ones into the plan */
+int attrs_child(const struct restore *rs, struct ibcr_err *e);
+void attrs_plan(struct plan *p, const struct restore *rs);
+long attrs_fork_slack(const struct ibcr_process_state *child);
+void attrs_fork_slack_done(long own);
+/* cgroup.c: cgroup v2 membership */
+int attrs_check_cgroup(const struct ibcr_process_state *ps, struct ibcr_err *e);
+int cgroup_enter(const struct ibcr_process_state *ps, struct ibcr_err *e);
+
 /* verbs.c: the loader's part of the verbs stage */
 int verbs_preflight(const struct ibcr_process_state *ps, struct ibcr_err *e);
 int verbs_standins(struct restore *rs, struct ibcr_err *e);
-void verbs_pokes(struct restore *rs);
+int verbs_pokes(struct restore *rs, struct ibcr_err *e);
 
 /* objects.c (parent, before forking): opens the image's file objects */
 int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_err *e);
@@ -80,6 +163,9 @@ int restore_locks(const struct restore *rs, struct ibcr_err *e);
 /* plan.c (child): maps the hole, fills it, returns where to jump */
 int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	       uint64_t *sp, struct ibcr_err *e);
+
+/* child.c: a restore's failure, said on its status pipe; exits */
+__attribute__((noreturn)) void child_fail(int fd, const struct ibcr_err *e);
 
 /* finalize.c (parent) */
 int finalize(pid_t child, int status_fd, int control_fd, int verbose,
@@ -159,18 +245,50 @@ int shm_memfd(uint32_t i);
 void shm_remove_dead(const struct ibcr_sysv *sv);
 uint64_t shm_source(const struct restore *rs, const struct ibcr_vma *v);
 
+/* shm.c: region i of x's image, its saved start put at `at` */
+int region_fill_at(const struct job *x, uint32_t i, uint64_t at, struct ibcr_err *e);
+
+/* cow.c: pages shared copy-on-write with the parent, shared again by fork */
+int cow_prepare(struct job *j, uint32_t n, struct ibcr_err *e);
+int cow_build(const struct job *j, uint32_t n, uint32_t k, struct ibcr_err *e);
+/* The same in process k before it forks its children; exits on failure. */
+void cow_build_or_fail(const struct job *j, uint32_t n, uint32_t k);
+/* Where region vma was built, to be moved into place; 0: not so. */
+uint64_t cow_source(const struct restore *rs, uint32_t vma);
+
 /* sysvipc.c: SysV semaphore sets and message queues, before forking */
 int sysvipc_prepare(const struct ibcr_sysvipc *s, struct ibcr_err *e);
 
 /* hole.c: a range free now and in the saved layouts of processes ps */
 int find_free(const struct ibcr_process_state *const *ps, uint32_t nps, size_t size,
 	      uint64_t *at, struct ibcr_err *e);
+/*
+ * hole.c: a place for len bytes in [lo, hi) overlapping no busy range,
+ * the point off bytes into it as near `near` as can be; -1 if none.
+ */
+int find_free_near(const struct plan_range *busy, size_t n, uint64_t len, uint64_t off,
+		   uint64_t near, uint64_t lo, uint64_t hi, uint64_t *at);
+
+/*
+ * vdso.c: the kernel's special mappings. The same kernel: each moves
+ * back to its saved address. Another kernel (its [vdso] differs): a
+ * vdso proxy, the saved vdso's bytes at their old address with each
+ * entry point redirected into this kernel's vdso, which moves with its
+ * data pages to a place free in the saved layout, near the old one.
+ */
+struct vdso_proxy;
+int vdso_preflight(struct restore *rs, struct ibcr_err *e);
+/* Room the plan needs for it in the hole, and to park the special mappings. */
+size_t vdso_plan_size(const struct restore *rs);
+size_t vdso_park_size(const struct restore *rs);
+int vdso_plan(struct plan *p, const struct restore *rs, uint8_t *proxy, uint64_t park,
+	      struct ibcr_err *e);
 
 /* tree.c: processes come back as the tree they were */
 void tree_link(struct job *j, uint32_t n);
 int tree_start(struct job *j, uint32_t n, int base, int verbose);
 /* ids.c: the saved pid when permitted (waiting a little for its old holder) */
-pid_t fork_as(const struct job *x, int *exact, int verbose);
+pid_t fork_as(const struct job *x, unsigned long flags, int *exact, int verbose);
 /* ids.c: says once which threads did not get their saved ids */
 void ids_report(const struct job *x);
 

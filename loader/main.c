@@ -12,7 +12,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fdkinds.h"
 #include "loader.h"
 #include "options.h"
 #include "progress.h"
@@ -52,7 +52,7 @@ static void print_trace(int fd)
 }
 
 /* Exits the way a restored process did. */
-static __attribute__((noreturn)) void exit_like(int st)
+__attribute__((noreturn)) void exit_like(int st)
 {
 	if (WIFSIGNALED(st)) {
 		/* no core dump of ours: the program's own was made, or not */
@@ -238,17 +238,6 @@ static int wait_ready(struct job *j, uint32_t n)
 	return 0;
 }
 
-/* The roots, for pass_on (a signal handler may read only such a list). */
-static pid_t root_pids[256];
-static volatile sig_atomic_t nroot_pids;
-
-/* SIGTERM, SIGHUP to the loader: meant for the program it stands for. */
-static void pass_on(int sig)
-{
-	for (sig_atomic_t i = 0; i < nroot_pids; i++)
-		kill(root_pids[i], sig);
-}
-
 /*
  * The roots are the loader's children (the others belong to their own
  * restored parents). Exit status: a lone root's own; of several, the
@@ -256,20 +245,16 @@ static void pass_on(int sig)
  */
 static __attribute__((noreturn)) void wait_all(struct job *j, uint32_t n)
 {
-	struct sigaction sa = { .sa_handler = pass_on, .sa_flags = SA_RESTART };
 	uint32_t left = 0, roots = 0;
+	pid_t *pids = xcalloc(n + 1, sizeof(*pids));
 
 	for (uint32_t i = 0; i < n; i++)
-		if (j[i].parent < 0 && j[i].child > 0) {
-			if (roots < sizeof(root_pids) / sizeof(root_pids[0]))
-				root_pids[roots] = j[i].child;
-			left++, roots++;
-		}
-	nroot_pids = (sig_atomic_t)(roots < 256 ? roots : 256);
+		if (j[i].parent < 0 && j[i].child > 0)
+			pids[roots++] = j[i].child, left++;
 	signal(SIGINT, SIG_IGN);	/* terminal signals reach the processes */
 	signal(SIGQUIT, SIG_IGN);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	init_forward(pids, roots);	/* a container's init passes them on */
+	term_forward(pids, roots);	/* any loader: SIGTERM, SIGHUP were meant for them */
 	while (left) {
 		int st;
 		pid_t pid = waitpid(-1, &st, 0);
@@ -306,23 +291,52 @@ static int open_image(const char *path, struct img_reader *r, struct ibcr_err *e
 }
 
 /* Everything that can be checked before anything changes. */
-static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files *files,
-		   int verbose, struct ibcr_err *e)
+/* The image's backing files: a self-contained image's put back first. */
+static int backing(struct img_reader *r, const struct ibcr_files *files,
+		   const struct pathmap *pm, struct selfc **sc, struct backing_ctx **bc,
+		   struct ibcr_err *e)
 {
+	static struct ibcr_backings b;
+
+	if (imgr_load_backing(r, &b, e))
+		return -1;
+	pathmap_backing(pm, &b);
+	if ((r->hdr.flags & IBCR_HDRF_SELF_CONTAINED) && selfc_prepare(r, &b, files, sc, e))
+		return -1;
+	*bc = backing_ctx(&b, selfc_trusted(*sc));
+	return 0;
+}
+
+static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files *files,
+		   const struct pathmap *pm, int verbose, int cpu_in_use, struct ibcr_err *e)
+{
+	struct backing_ctx *bc = NULL;
+	struct selfc *sc = NULL;
+
+	if (backing(r, files, pm, &sc, &bc, e) || preflight_files(files, e))
+		return -1;
 	for (uint32_t i = 0; i < r->hdr.nprocs; i++) {
 		struct job *x = &j[i];
 
 		x->rs = (struct restore){ .r = r, .ps = &x->ps, .proc = i, .exe_fd = -1,
-					  .verbose = verbose, .files = files };
+					  .verbose = verbose, .files = files, .jobs = j,
+					  .njobs = r->hdr.nprocs, .backing = bc,
+					  .cpu_in_use = cpu_in_use };
 		if (imgr_load_process(r, i, &x->ps, e))
+			return -1;
+		pathmap_process(pm, &x->ps);
+		if (selfc_process(sc, &x->ps, e))
 			return -1;
 		if (is_zombie(x))
 			continue;
-		if (preflight(&x->rs, e))
+		if (preflight(&x->rs, e) || creds_preflight(&x->rs, e))
 			return -1;
-		x->rs.set_creds = geteuid() == 0 && (x->ps.rec.uid[0] || x->ps.rec.uid[1] ||
-						     x->ps.rec.gid[0] || x->ps.rec.gid[1]);
-		verbs_pokes(&x->rs);
+		if (verbs_pokes(&x->rs, e))
+			return -1;
+		/* as the root of a user namespace, the saved ids must be mapped */
+		if (geteuid() == 0 && (x->ps.rec.uid[0] || x->ps.rec.uid[1] || x->ps.rec.gid[0] ||
+				       x->ps.rec.gid[1]) && userns_check_creds(&x->ps, e))
+			return -1;
 	}
 	return 0;
 }
@@ -378,6 +392,23 @@ static pid_t first_root(const struct job *j, uint32_t n)
 	return 0;
 }
 
+/* Made and filled, every process ready; the progress shown meanwhile. */
+static int start_all(const struct loader_opts *o, struct job *j, uint32_t n, int base,
+		     pid_t *root)
+{
+	struct progress pg;
+	int rc;
+
+	if (tree_start(j, n, base, o->verbose > 0))
+		return -1;
+	*root = first_root(j, n);
+	progress_start(&pg, "restart-loader", "restored", page_bytes(j, n),
+		       progress_rss_bytes, root, *root ? o->progress : 0);
+	rc = wait_ready(j, n);
+	progress_end(&pg);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	double start = now_ms(), t_prepared, t_filled;
@@ -388,10 +419,9 @@ int main(int argc, char **argv)
 	struct ibcr_files files;
 	struct ibcr_sysv sysv;
 	struct ibcr_sysvipc ipc;
-	struct progress pg;
 	struct job *j;
-	int base, img_fd = -1, *obj_fds = NULL, verbose, rc = loader_parse(argc, argv, &o);
-	pid_t root;
+	int verbose, base, img_fd = -1, *obj_fds = NULL, rc = loader_parse(argc, argv, &o);
+	pid_t root = 0;
 
 	if (rc >= 0)
 		return rc;
@@ -408,13 +438,21 @@ int main(int argc, char **argv)
 	 * every signal's saved action, this one included.
 	 */
 	signal(SIGPIPE, SIG_IGN);
+	if (o.pidns && pidns_enter(&e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
 	if (open_image(o.image, &r, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
 	j = xcalloc(r.hdr.nprocs, sizeof(*j));
-	if (imgr_load_files(&r, &files, &e) || preflight_files(&files, &e) ||
-	    prepare(&r, j, &files, verbose, &e)) {
+	if (imgr_load_files(&r, &files, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
+	pathmap_files(&o.pm, &files);
+	if (prepare(&r, j, &files, &o.pm, verbose, o.cpu_in_use, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
@@ -441,21 +479,22 @@ int main(int argc, char **argv)
 		j[i].rs.fd_base = base;
 	}
 	tree_link(j, r.hdr.nprocs);
-	t_prepared = now_ms();
-	if (tree_start(j, r.hdr.nprocs, base, verbose)) {
-		kill_all(j, r.hdr.nprocs);
+	if (cow_prepare(j, r.hdr.nprocs, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
-	root = first_root(j, r.hdr.nprocs);
-	progress_start(&pg, "restart-loader", "restored", page_bytes(j, r.hdr.nprocs),
-		       progress_rss_bytes, &root, root ? o.progress : 0);
-	rc = wait_ready(j, r.hdr.nprocs);
-	progress_end(&pg);
-	if (rc) {
+	t_prepared = now_ms();
+	if (start_all(&o, j, r.hdr.nprocs, base, &root)) {
 		kill_all(j, r.hdr.nprocs);
 		return 1;
 	}
 	t_filled = now_ms();
+	/* every process exists: I/O signal owners, leases (before any resumes) */
+	if (fdattr_finish(j, r.hdr.nprocs, &files, obj_fds, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		kill_all(j, r.hdr.nprocs);
+		return 1;
+	}
 	shm_remove_dead(&sysv);
 	/* the processes have them: a pipe's end held here would hide its EOF */
 	for (uint32_t i = 0; i < files.nobjs; i++)
@@ -469,10 +508,15 @@ int main(int argc, char **argv)
 		if (j[i].pages_open)
 			pages_close(&j[i].pages);
 		ids_report(&j[i]);	/* its threads wait in the core: all there */
-		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose, &e))
+		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose, &e)) {
 			fprintf(stderr, "restart-loader: pid %d: %s\n", j[i].ps.rec.pid, e.msg);
+			kill_all(j, r.hdr.nprocs);
+			return 1;
+		}
+		/* it was stopped (Ctrl-Z: SIGTSTP): still is, by the same signal */
 		if (j[i].ps.rec.flags & IBCR_PROCF_STOPPED)
-			kill(j[i].child, SIGSTOP);	/* it was stopped (Ctrl-Z): still is */
+			kill(j[i].child, j[i].ps.pattrs.stop_sig ? (int)j[i].ps.pattrs.stop_sig
+								 : SIGSTOP);
 		close(j[i].status_fd);
 		close(j[i].control_fd);
 	}

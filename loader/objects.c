@@ -5,7 +5,7 @@
  * places those it had at its saved numbers and closes the rest. So a
  * description shared by dup() or fork() is shared again (one offset, one
  * set of flags), and both ends of a pipe exist before either process
- * runs, with the unread bytes already in it. Kinds with more state
+ * runs, with the unread bytes already in it (fdpipe.c). Kinds with more state
  * (eventfd, timerfd, signalfd, epoll, inotify, deleted files, memfds,
  * terminals above fd 2) are made by fdkinds.c, fdinotify.c, fdfiles.c.
  */
@@ -36,69 +36,19 @@ static int reopen(const struct ibcr_fobj *o, const char *path, struct ibcr_err *
 	return fd;
 }
 
-/* A named pipe, without blocking: a keeper end exists while we open. */
-static int reopen_fifo(const struct ibcr_fobj *o, const char *path, int *keeper,
-		       struct ibcr_err *e)
+/* An O_PATH descriptor: the same name, the same kind of file, not opened. */
+static int opath_open(const struct ibcr_fobj *o, const char *path, struct ibcr_err *e)
 {
-	int fd;
+	int fd = open(path, O_PATH | O_CLOEXEC | (int)(o->flags & (O_NOFOLLOW | O_DIRECTORY)));
+	struct stat st;
 
-	if (*keeper < 0 && (*keeper = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0)
-		return ibcr_fail_errno(e, errno, "opening named pipe %s", path);
-	fd = open(path, (int)(o->flags & (O_ACCMODE | STATUS_FLAGS)) | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return ibcr_fail_errno(e, errno, "opening named pipe %s", path);
-	if (fcntl(fd, F_SETFL, o->flags & STATUS_FLAGS) < 0) {
+		return ibcr_fail_errno(e, errno, "O_PATH descriptor of %s: opening it", path);
+	if (fstat(fd, &st) || (st.st_mode & S_IFMT) != (o->mode & S_IFMT)) {
 		close(fd);
-		return ibcr_fail_errno(e, errno, "named pipe %s: setting its flags", path);
+		return ibcr_fail(e, "O_PATH descriptor of %s: it is no longer the same kind of "
+				 "file", path);
 	}
-	return fd;
-}
-
-/* Both ends of pipe `ino`, made once, filled with the data it had. */
-static int make_pipe(const struct ibcr_files *f, uint64_t ino, int ends[2],
-		     struct ibcr_err *e)
-{
-	if (pipe2(ends, O_CLOEXEC))
-		return ibcr_fail_errno(e, errno, "creating a pipe");
-	for (uint32_t i = 0; i < f->nobjs; i++) {
-		const struct ibcr_fobj *o = &f->objs[i];
-
-		if (o->kind != IBCR_FD_PIPE || o->aux[0] != ino)
-			continue;
-		if (o->aux[1] && fcntl(ends[0], F_SETPIPE_SZ, (int)o->aux[1]) < 0)
-			return ibcr_fail_errno(e, errno, "pipe %s: restoring its size %llu",
-					       f->paths[i], (unsigned long long)o->aux[1]);
-		if (o->data_len && write(ends[1], f->data[i], o->data_len) != (ssize_t)o->data_len)
-			return ibcr_fail_errno(e, errno, "pipe %s: putting back its %llu bytes",
-					       f->paths[i], (unsigned long long)o->data_len);
-	}
-	return 0;
-}
-
-static int pipe_end(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e)
-{
-	const struct ibcr_fobj *o = &f->objs[i];
-	int ends[2] = { -1, -1 }, fd;
-
-	/* an end of this pipe opened already: the other end is in the same pipe */
-	for (uint32_t k = 0; k < i; k++)
-		if (f->objs[k].kind == IBCR_FD_PIPE && f->objs[k].aux[0] == o->aux[0]) {
-			char path[64];
-
-			/* reopening through /proc gives the wanted end of that pipe */
-			snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[k]);
-			fd = open(path, (int)(o->flags & O_ACCMODE) | O_NONBLOCK | O_CLOEXEC);
-			if (fd < 0 || fcntl(fd, F_SETFL, o->flags & STATUS_FLAGS) < 0)
-				return ibcr_fail_errno(e, errno, "pipe %s: opening its other end",
-						       f->paths[i]);
-			return fd;
-		}
-	if (make_pipe(f, o->aux[0], ends, e))
-		return -1;
-	fd = (o->flags & O_ACCMODE) == O_RDONLY ? ends[0] : ends[1];
-	close(fd == ends[0] ? ends[1] : ends[0]);
-	if (fcntl(fd, F_SETFL, o->flags & STATUS_FLAGS) < 0)
-		return ibcr_fail_errno(e, errno, "pipe %s: setting its flags", f->paths[i]);
 	return fd;
 }
 
@@ -119,7 +69,7 @@ static uint32_t pass_of(const struct ibcr_fobj *o)
 
 int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_err *e)
 {
-	int *fds = xmalloc(sizeof(int) * (f->nobjs + 1)), keeper = -1, rc = 0;
+	int *fds = xmalloc(sizeof(int) * (f->nobjs + 1)), rc = 0;
 
 	for (uint32_t i = 0; i < f->nobjs; i++)
 		fds[i] = -1;
@@ -136,12 +86,15 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		case IBCR_FD_CHR:
 			fd = reopen(o, f->paths[i], e);
 			break;
+		case IBCR_FD_OPATH:
+			fd = opath_open(o, f->paths[i], e);
+			break;
 		case IBCR_FD_FIFO:
-			fd = reopen_fifo(o, f->paths[i], &keeper, e);
-			break;
 		case IBCR_FD_PIPE:
-			fd = pipe_end(f, i, fds, e);
-			break;
+			/* every description of that pipe at once (fdpipe.c) */
+			if (fds[i] < 0 && pipe_open_all(f, i, fds, base, e))
+				rc = -1;
+			continue;
 		case IBCR_FD_UNIX:
 		case IBCR_FD_INET:
 			fd = sock_open(f, i, fds, e);
@@ -149,9 +102,25 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		case IBCR_FD_PTS:
 			fd = pts_open(f, i, fds, e);
 			break;
+		case IBCR_FD_DELETED:
+			fd = deleted_open(f, i, fds, e);
+			break;
+		case IBCR_FD_MEMFD:
+			fd = memfd_open(f, i, fds, e);
+			break;
+		case IBCR_FD_DELDIR:
+			fd = deldir_open(f, i, fds, e);
+			break;
 		case IBCR_FD_STDIO:
 		case IBCR_FD_STAGE:
+		case IBCR_FD_PIDFD:
 			continue;	/* per process */
+		case IBCR_FD_EXTERNAL:
+			if (external_action(f, i) == IBCR_EXT_CLOSE ||
+			    external_action(f, i) == IBCR_EXT_INHERIT)
+				continue;	/* per process */
+			fd = fdk_open(f, i, e);
+			break;
 		default:
 			fd = fdk_open(f, i, e);	/* the kinds of fdkinds.h */
 			break;
@@ -167,8 +136,9 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 					     f->paths[i], base);
 		fds[i] = high;
 	}
-	if (keeper >= 0)
-		close(keeper);
+	for (uint32_t i = 0; i < f->nobjs && !rc; i++)
+		if (fds[i] >= 0)
+			rc = fdattr_open(f, i, fds[i], e);
 	if (!rc)
 		rc = tcp_finish(f, fds, e);	/* every end exists now */
 	*out = fds;

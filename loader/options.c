@@ -17,7 +17,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: restart-loader [-v | -vv] [--stats[=text|json]] [--progress | --no-progress]\n"
-		   "                      [--detach] [--pidfile FILE] [--log FILE] IMAGE\n"
+		   "                      [--detach] [--pidfile FILE] [--log FILE] [--pid-ns]\n"
+		   "                      [--path-map OLD=NEW]... [--cpu-check=enabled|in-use] IMAGE\n"
 		   "       restart-loader --check\n"
 		   "       restart-loader --version | --help\n"
 		   "  -v, --verbose       say what could not be done as hoped; twice (-vv): also\n"
@@ -32,6 +33,14 @@ static void usage(FILE *f)
 		   "                      (reparented; their exit status is not collected)\n"
 		   "      --pidfile FILE  write the restored (first) process's pid to FILE\n"
 		   "      --log FILE      write the loader's own messages to FILE (appended)\n"
+		   "      --path-map OLD=NEW\n"
+		   "                      restore the image's paths under OLD under NEW (repeatable)\n"
+		   "      --pid-ns        restore in a PID namespace of its own (and a user\n"
+		   "                      namespace when unprivileged): the original PIDs\n"
+		   "                      without privilege\n"
+		   "      --cpu-check=enabled|in-use\n"
+		   "                      in-use: require only the CPU state the threads hold,\n"
+		   "                      not all the saving kernel enabled\n"
 		   "      --check         say whether this machine can checkpoint and restore,\n"
 		   "                      one line per capability; exit 0 if it can\n"
 		   "  -V, --version       print the version and exit\n"
@@ -49,6 +58,9 @@ int loader_parse(int argc, char **argv, struct loader_opts *o)
 		{ "pidfile", required_argument, NULL, 'p' },
 		{ "log", required_argument, NULL, 'l' },
 		{ "check", no_argument, NULL, 'c' },
+		{ "path-map", required_argument, NULL, 'M' },
+		{ "pid-ns", no_argument, NULL, 'N' },
+		{ "cpu-check", required_argument, NULL, 'C' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -73,6 +85,24 @@ int loader_parse(int argc, char **argv, struct loader_opts *o)
 		case 'p': o->pidfile = optarg; break;
 		case 'l': o->log = optarg; break;
 		case 'c': o->check = 1; break;
+		case 'N': o->pidns = 1; break;
+		case 'C':
+			if (strcmp(optarg, "in-use") && strcmp(optarg, "enabled")) {
+				fprintf(stderr, "restart-loader: --cpu-check=%s: expected enabled "
+					"or in-use\n", optarg);
+				return 2;
+			}
+			o->cpu_in_use = !strcmp(optarg, "in-use");
+			break;
+		case 'M': {
+			struct ibcr_err e = { "" };
+
+			if (pathmap_add(&o->pm, optarg, &e)) {
+				fprintf(stderr, "restart-loader: %s\n", e.msg);
+				return 2;
+			}
+			break;
+		}
 		case 'V': ibcr_print_version(stdout, "restart-loader"); return 0;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

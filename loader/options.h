@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include "loader.h"
+
 /* restart-loader's command line (options.c; docs/cli.md, docs/man). */
 struct loader_opts {
 	const char *image;
@@ -13,6 +15,9 @@ struct loader_opts {
 	int detach;		/* return once the processes run */
 	int progress;		/* -1 on a terminal, 0 never, 1 always */
 	const char *pidfile, *log;
+	int pidns;		/* --pid-ns: a PID namespace of its own */
+	int cpu_in_use;		/* --cpu-check=in-use */
+	struct pathmap pm;	/* --path-map OLD=NEW... */
 };
 
 /* -1 to go on, else the exit status to exit with at once. */

@@ -22,11 +22,6 @@
 #define CORE_STACK (64ul << 10)	/* must match the core's thread.c */
 #define BOUNCE (64ul << 10)	/* see the core's fill() */
 
-struct arena {
-	uint8_t *base;
-	size_t size, used;
-};
-
 static void *take(struct arena *a, size_t n, size_t align)
 {
 	size_t at = (a->used + align - 1) & ~(align - 1);
@@ -41,6 +36,11 @@ static void *take(struct arena *a, size_t n, size_t align)
 	return p;
 }
 
+void *arena_take(struct arena *a, size_t n, size_t align)
+{
+	return take(a, n, align);
+}
+
 static char *take_str(struct arena *a, const char *s)
 {
 	return strcpy(take(a, strlen(s) + 1, 1), s);
@@ -53,48 +53,73 @@ static size_t blob_size(void)
 	return (size_t)(ibcr_core_blob_end - ibcr_core_blob);
 }
 
+/*
+ * Every byte that build_plan takes, with each take's alignment padding
+ * (at most 63 bytes), per record: an estimate that fell short by the
+ * special-mapping slot and closed fd each region also takes aborted the
+ * restore of a process with tens of thousands of regions ("hole too
+ * small").
+ */
+#define PAD 64
+
 static size_t hole_size(const struct restore *rs, size_t pg)
 {
 	const struct ibcr_process_state *ps = rs->ps;
-	size_t n = blob_size() + sizeof(struct plan) +
-		   CORE_STACK + BOUNCE + 64 * 1024;
+	size_t n = blob_size() + pg + sizeof(struct plan) + CORE_STACK + BOUNCE + 32 * PAD;
 
-	n += ps->nvmas * (sizeof(struct plan_vma) + 16) + ps->nruns * sizeof(struct ibcr_run);
+	n += strlen(rs->r->path) + 1;
+	n += (ps->nvmas + 1) * (sizeof(struct plan_vma) + sizeof(struct plan_special) +
+				sizeof(int32_t) + PAD / 8) + (ps->nruns + 1) * sizeof(struct ibcr_run);
+	n += ps->nvmas + 1 + 4 * PAD;	/* the fd list, the exe fd, the tables' padding */
 	for (uint32_t i = 0; i < ps->nvmas; i++)
 		n += strlen(ps->vma_names[i]) + 1;
 	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {
 		const struct ibcr_thread_state *t = &ps->threads[i];
 
-		n += sizeof(struct plan_thread) + CORE_STACK + 64 +
+		n += sizeof(struct plan_thread) + CORE_STACK + 3 * PAD +
 		     arch_frame_size(t->rec.fpregs_size) +
-		     (size_t)(t->rec.nsiginfo + t->rec.nsiginfo_shared) * IBCR_SIGINFO_SIZE;
+		     (size_t)(t->rec.nsiginfo + t->rec.nsiginfo_shared + 2) * IBCR_SIGINFO_SIZE;
 	}
-	n += IBCR_NSIG * sizeof(struct ibcr_sigaction) + 64 * 8 + 64 * 4;
-	n += (rs->nshm + 8) * 2 * sizeof(struct plan_range);
+	n += sizeof(((struct ibcr_proc *)0)->auxv) + IBCR_NSIG * sizeof(struct ibcr_sigaction);
+	n += (rs->nshm + 1) * sizeof(struct plan_range);	/* plan_shm */
+	/* plan_unmap: what it keeps (hole, specials, shm objects, the places */
+	/* cow.c built regions at) and the gaps */
+	n += 2 * (3 + 2 * (size_t)ps->nvmas + rs->nshm) * sizeof(struct plan_range);
+	n += creds_plan_size(rs);
 	for (uint32_t i = 0; i < rs->npokes; i++)
-		n += sizeof(struct plan_poke) + rs->pokes[i].len + 16;
+		n += sizeof(struct plan_poke) + rs->pokes[i].len + PAD;
+	n += sizeof(struct plan_poke);
+	n += vdso_plan_size(rs);
 	return (n + pg - 1) & ~(pg - 1);
 }
 
-static size_t count_park(const struct ibcr_process_state *ps)
+static size_t count_park(const struct restore *rs)
 {
+	const struct ibcr_process_state *ps = rs->ps;
 	size_t park = 0;
 
+	if (rs->vdso)	/* this kernel's set moves, not the saved one */
+		return vdso_park_size(rs);
 	for (uint32_t i = 0; i < ps->nvmas; i++)
 		if (ps->vmas[i].kind == IBCR_VMA_SPECIAL)
 			park += ps->vmas[i].end - ps->vmas[i].start;
 	return park;
 }
 
-static int plan_specials(struct plan *p, struct arena *a, const struct ibcr_process_state *ps,
+static int plan_specials(struct plan *p, struct arena *a, const struct restore *rs,
 			 uint64_t park, struct ibcr_err *e)
 {
+	const struct ibcr_process_state *ps = rs->ps;
 	struct maps_entry *m;
 	size_t n;
 
 	if (maps_read(0, 0, &m, &n, e))
 		return -1;
-	p->special = take(a, sizeof(struct plan_special) * (ps->nvmas + 1), 8);
+	p->special = take(a, sizeof(struct plan_special) * (ps->nvmas + n + 1), 8);
+	if (rs->vdso) {	/* another kernel: vdso.c */
+		maps_free(m, n);
+		return vdso_plan(p, rs, take(a, vdso_plan_size(rs), 16), park, e);
+	}
 	for (uint32_t i = 0; i < ps->nvmas; i++) {
 		const struct ibcr_vma *v = &ps->vmas[i];
 
@@ -129,7 +154,7 @@ static int cmp_range(const void *x, const void *y)
  */
 static void plan_unmap(struct plan *p, struct arena *a, const struct restore *rs)
 {
-	size_t nk = 0, max = 2 + p->nspecial + rs->nshm;
+	size_t nk = 0, max = 2 + p->nspecial + rs->nshm + rs->ps->nvmas;
 	struct plan_range *keep = xmalloc(sizeof(*keep) * max);
 	struct plan_range *r = take(a, sizeof(*r) * (max + 1), 8);
 	uint64_t at = 0;
@@ -141,6 +166,11 @@ static void plan_unmap(struct plan *p, struct arena *a, const struct restore *rs
 	for (uint32_t i = 0; i < rs->nshm; i++)
 		keep[nk++] = (struct plan_range){ rs->shm[i].addr,
 						  rs->shm[i].addr + rs->shm[i].size };
+	for (uint32_t i = 0; i < rs->ps->nvmas; i++)
+		if (cow_source(rs, i))	/* built before the fork, moved into place */
+			keep[nk++] = (struct plan_range){ cow_source(rs, i), cow_source(rs, i) +
+							  rs->ps->vmas[i].end -
+							  rs->ps->vmas[i].start };
 	qsort(keep, nk, sizeof(keep[0]), cmp_range);
 	p->unmap = r;
 	for (size_t i = 0; i < nk; i++) {
@@ -166,7 +196,10 @@ static void plan_vmas(struct plan *p, struct arena *a, struct restore *rs)
 
 		pv[i] = (struct plan_vma){
 			.start = v->start, .end = v->end, .pgoff = v->pgoff,
-			.prot = v->prot, .flags = v->flags, .kind = v->kind,
+			.prot = v->prot, .kind = v->kind,
+			/* how it was built is no flag of the region's (could_merge) */
+			.flags = v->flags & ~(uint32_t)(IBCR_VMAF_COW | IBCR_VMAF_COWSRC),
+			.cow_src = cow_source(rs, i),
 			.madv = v->madv, .fd = rs->map_fds[i], .data_crc = v->data_crc,
 			.shm_src = shm_source(rs, v),
 			.runs = runs + v->run0, .nruns = v->nruns,
@@ -228,10 +261,6 @@ static void plan_process(struct plan *p, struct arena *a, struct restore *rs)
 	p->sigact = sa;
 	memcpy(p->rlim, r->rlim, sizeof(p->rlim));
 	memcpy(p->itimer, r->itimer, sizeof(p->itimer));
-	memcpy(p->uid, r->uid, sizeof(p->uid));
-	memcpy(p->gid, r->gid, sizeof(p->gid));
-	p->ngroups = r->ngroups;
-	memcpy(p->groups, r->groups, sizeof(p->groups));
 	p->nthreads = r->nthreads;
 	p->threads = take(a, sizeof(struct plan_thread) * r->nthreads, 8);
 	for (uint32_t i = 0; i < r->nthreads; i++)
@@ -290,7 +319,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	       uint64_t *sp, struct ibcr_err *e)
 {
 	size_t pg = (size_t)getpagesize(), blob = blob_size();
-	size_t park = count_park(rs->ps), size = hole_size(rs, pg);
+	size_t park = count_park(rs), size = hole_size(rs, pg);
 	const struct core_blob_head *head = (const void *)ibcr_core_blob;
 	struct arena a;
 	struct plan *p;
@@ -326,17 +355,19 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	p->img_fd = rs->r->fd;
 	p->status_fd = rs->status_fd;
 	p->control_fd = rs->control_fd;
-	p->flags = (rs->exact_pid ? PLAN_EXACT_TIDS : 0) | (rs->set_creds ? PLAN_SET_CREDS : 0) |
+	p->flags = (rs->exact_pid ? PLAN_EXACT_TIDS : 0) |
 		   (trace_on() ? PLAN_TRACE : 0) |
 		   (rs->ps->nblocks ? PLAN_FILL_BY_LOADER : 0) |
 		   (getenv("IBCR_NO_UFFD") ? PLAN_NO_UFFD : 0);
 	p->image_path = take_str(&a, rs->r->path);
 	p->bounce_len = BOUNCE;
 	p->bounce = take(&a, BOUNCE, 64);
-	if (plan_specials(p, &a, rs->ps, park_at, e))
+	if (plan_specials(p, &a, rs, park_at, e))
 		return -1;
 	plan_vmas(p, &a, rs);
 	plan_process(p, &a, rs);
+	plan_creds(p, &a, rs);
+	attrs_plan(p, rs);
 	plan_fds(p, &a, rs);
 	plan_pokes(p, &a, rs);
 	plan_shm(p, &a, rs);

@@ -2,9 +2,11 @@
 /*
  * Checks made before anything changes: every file the process needs is
  * there and is the same file, and this kernel's special mappings are the
- * ones the image was taken with. A failure here leaves nothing behind.
+ * ones the image was taken with, or can stand in for them (vdso.c). A
+ * failure here leaves nothing behind.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,14 +14,8 @@
 #include <unistd.h>
 
 #include "cpu.h"
-#include "crc32c.h"
+#include "fdkinds.h"
 #include "loader.h"
-#include "procfs.h"
-
-static uint64_t mtime_ns(const struct stat *st)
-{
-	return (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
-}
 
 int preflight_files(const struct ibcr_files *f, struct ibcr_err *e)
 {
@@ -29,10 +25,14 @@ int preflight_files(const struct ibcr_files *f, struct ibcr_err *e)
 		struct stat st;
 
 		if (o->kind != IBCR_FD_REG && o->kind != IBCR_FD_DIR &&
-		    o->kind != IBCR_FD_CHR && o->kind != IBCR_FD_FIFO)
+		    o->kind != IBCR_FD_CHR && o->kind != IBCR_FD_FIFO && o->kind != IBCR_FD_OPATH)
 			continue;
-		if (stat(path, &st))
+		if ((o->kind == IBCR_FD_OPATH && (o->flags & O_NOFOLLOW) ? lstat(path, &st) :
+		     stat(path, &st)))
 			return ibcr_fail_errno(e, errno, "open file %s", path);
+		if (o->kind == IBCR_FD_OPATH && (st.st_mode & S_IFMT) != (o->mode & S_IFMT))
+			return ibcr_fail(e, "O_PATH descriptor of %s: it is no longer the same kind "
+					 "of file", path);
 		if ((o->kind == IBCR_FD_REG && !S_ISREG(st.st_mode)) ||
 		    (o->kind == IBCR_FD_DIR && !S_ISDIR(st.st_mode)) ||
 		    (o->kind == IBCR_FD_CHR && !S_ISCHR(st.st_mode)) ||
@@ -43,83 +43,40 @@ int preflight_files(const struct ibcr_files *f, struct ibcr_err *e)
 	return 0;
 }
 
-/*
- * A mapped file that changed would make the process run on different
- * code or data than it was checkpointed with: refuse.
- */
-static int check_mapped_files(const struct ibcr_process_state *ps, struct ibcr_err *e)
+/* Every deleted file the process has can be made again under its name. */
+static int check_deleted_names(const struct restore *rs, struct ibcr_err *e)
 {
-	for (uint32_t i = 0; i < ps->nvmas; i++) {
-		const struct ibcr_vma *v = &ps->vmas[i];
-		const char *path = ps->vma_names[i];
-		struct stat st;
+	const struct ibcr_process_state *ps = rs->ps;
+	const struct ibcr_files *f = rs->files;
 
-		if (v->kind != IBCR_VMA_FILE)
-			continue;
-		if (stat(path, &st))
-			return ibcr_fail_errno(e, errno, "mapped file %s", path);
-		if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != v->file_size ||
-		    mtime_ns(&st) != v->file_mtime_ns)
-			return ibcr_fail(e, "mapped file %s has changed since the checkpoint "
-					 "(size or modification time differ); refusing to "
-					 "resume on different contents", path);
+	for (uint32_t i = 0; i < ps->nvmas; i++) {
+		long k = (ps->vmas[i].flags & IBCR_VMAF_OBJFILE) ? objfile_of(f, &ps->vmas[i]) : -1;
+
+		if (k >= 0 && f->objs[k].kind == IBCR_FD_DELETED &&
+		    deleted_name_free(f, (uint32_t)k, "mapped", e))
+			return -1;
+	}
+	for (uint32_t i = 0; i < ps->nfds; i++) {
+		uint32_t k = ps->fds[i].obj;
+
+		if (f->objs[k].kind == IBCR_FD_DELETED && !f->attrs[k].same_file &&
+		    deleted_name_free(f, k, "had open", e))
+			return -1;
 	}
 	return 0;
 }
 
-static const struct maps_entry *find_special(const struct maps_entry *m, size_t n,
-					     const char *name)
+static int cwd_removed(const struct ibcr_process_state *ps, const struct ibcr_files *f)
 {
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(m[i].path, name))
-			return &m[i];
-	return NULL;
-}
+	size_t n = strlen(ps->cwd), k = strlen(" (deleted)");
 
-static int is_kernel_special(const char *name)
-{
-	return name[0] == '[' && strcmp(name, "[heap]") && strcmp(name, "[stack]") &&
-	       strcmp(name, "[vsyscall]") && strncmp(name, "[anon", 5);
-}
-
-/*
- * The saved [vdso] must be this kernel's, byte for byte: libc caches
- * pointers into it. Each saved special mapping needs its twin here, and
- * no special mapping of this kernel may be left without one.
- */
-static int check_specials(const struct ibcr_process_state *ps, struct ibcr_err *e)
-{
-	struct maps_entry *m;
-	size_t n, nsaved = 0, ncur = 0;
-	int rc = 0;
-
-	if (maps_read(0, 0, &m, &n, e))
-		return -1;
-	for (uint32_t i = 0; i < ps->nvmas && !rc; i++) {
-		const struct ibcr_vma *v = &ps->vmas[i];
-		const struct maps_entry *c;
-
-		if (v->kind != IBCR_VMA_SPECIAL)
-			continue;
-		nsaved++;
-		c = find_special(m, n, ps->vma_names[i]);
-		if (!c || c->end - c->start != v->end - v->start)
-			rc = ibcr_fail(e, "kernel mapping %s differs from this kernel's: the "
-				       "image comes from another kernel, which is not "
-				       "supported yet", ps->vma_names[i]);
-		else if (!strcmp(ps->vma_names[i], "[vdso]") &&
-			 crc32c(0, (void *)c->start, c->end - c->start) != v->file_ino)
-			rc = ibcr_fail(e, "[vdso] differs from this kernel's: the image "
-				       "comes from another kernel, which is not supported yet");
-	}
-	for (size_t i = 0; i < n; i++)
-		ncur += is_kernel_special(m[i].path);
-	if (!rc && ncur != nsaved)
-		rc = ibcr_fail(e, "this kernel has %zu special mappings, the image %zu: "
-			       "it comes from another kernel, which is not supported yet",
-			       ncur, nsaved);
-	maps_free(m, n);
-	return rc;
+	if (n <= k || strcmp(ps->cwd + n - k, " (deleted)"))
+		return 0;
+	for (uint32_t i = 0; i < f->nobjs; i++)
+		if (f->objs[i].kind == IBCR_FD_DELDIR && !strncmp(f->paths[i], ps->cwd, n - k) &&
+		    !f->paths[i][n - k])
+			return 1;
+	return 0;
 }
 
 int preflight(struct restore *rs, struct ibcr_err *e)
@@ -127,16 +84,18 @@ int preflight(struct restore *rs, struct ibcr_err *e)
 	const struct ibcr_process_state *ps = rs->ps;
 	struct stat st;
 
-	if (stat(ps->cwd, &st) || !S_ISDIR(st.st_mode))
+	/* a removed one is made again (a DELDIR object): its parent must be there */
+	if (!cwd_removed(ps, rs->files) && (stat(ps->cwd, &st) || !S_ISDIR(st.st_mode)))
 		return ibcr_fail(e, "working directory %s does not exist", ps->cwd);
-	if (ibcr_check_fds(ps, rs->files, e) || check_mapped_files(ps, e) || check_specials(ps, e) ||
-	    verbs_preflight(ps, e))
+	if (ibcr_check_fds(ps, rs->files, e) || external_preflight(rs, e) ||
+	    backing_check(rs, e) || check_deleted_names(rs, e) || vdso_preflight(rs, e) ||
+	    verbs_preflight(ps, e) || attrs_preflight(rs, e))
 		return -1;
 	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {
 		char why[256];
 
-		if (arch_check_cpu(ps->threads[i].fpregs, ps->threads[i].rec.fpregs_size,
-				   why, sizeof(why)))
+		if ((rs->cpu_in_use ? arch_check_cpu_in_use : arch_check_cpu)(
+			    ps->threads[i].fpregs, ps->threads[i].rec.fpregs_size, why, sizeof(why)))
 			return ibcr_fail(e, "thread %d: %s", ps->threads[i].rec.tid, why);
 	}
 	return 0;

@@ -16,10 +16,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fdkinds.h"
 #include "loader.h"
 
 void run_child(struct restore *rs);
@@ -69,18 +71,34 @@ static void set_groups(const struct job *j, uint32_t i, pid_t loader_pgid, int v
 			"or process group (%s)\n", (int)r->pid, strerror(errno));
 }
 
-static __attribute__((noreturn)) void become_zombie(const struct job *x)
+/*
+ * Dies the way the zombie did. The signal goes by a raw tgkill to the
+ * tid the kernel gives: after the raw clone3 of fork_as, musl's cached
+ * TID is still the loader's, and raise() would kill the loader. No core
+ * is dumped (not dumpable, no core size): the saver refuses a zombie
+ * that dumped one, the only status that would need it.
+ */
+static __attribute__((noreturn)) void become_zombie(const struct job *j, uint32_t i,
+						    pid_t loader_pgid, int verbose)
 {
+	const struct job *x = &j[i];
 	int st = x->ps.rec.exit_status;
 
+	set_groups(j, i, loader_pgid, verbose);	/* a zombie keeps its group */
 	prctl(PR_SET_NAME, x->ps.rec.comm, 0, 0, 0);	/* what ps shows of it */
 	if (WIFSIGNALED(st)) {
-		sigset_t none;
+		struct rlimit none = { 0, 0 };
+		sigset_t all;
 
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+		setrlimit(RLIMIT_CORE, &none);
 		signal(WTERMSIG(st), SIG_DFL);
-		raise(WTERMSIG(st));
+		sigfillset(&all);
+		sigdelset(&all, WTERMSIG(st));
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), WTERMSIG(st));
+		for (;;)
+			pause();	/* a signal that stops (SIGSTOP...) kills no one: exit below */
 	}
 	_exit(WEXITSTATUS(st));
 }
@@ -96,28 +114,63 @@ static void announce(const struct job *x)
 		_exit(127);
 }
 
+static int is_leader(const struct job *x)
+{
+	return x->ps.rec.pgid == x->ps.rec.pid;
+}
+
+static __attribute__((noreturn)) void run_process(struct job *j, uint32_t n, uint32_t i,
+						  pid_t loader_pgid, int verbose);
+
+/*
+ * A group leader's group is made at once, by us as well as by itself
+ * (whoever is first), so that a sibling forked next can join it; a
+ * zombie has set its group up once it is one.
+ */
+static void fork_child(struct job *j, uint32_t n, uint32_t c, pid_t loader_pgid, int verbose)
+{
+	long slack = attrs_fork_slack(&j[c].ps);
+	const struct ibcr_proc *r = &j[c].ps.rec;
+	siginfo_t si;
+	pid_t pid = fork_as(&j[c], group_clone_flags(&j[c]), &j[c].rs.exact_pid, verbose);
+
+	if (pid < 0) {
+		perror("restart-loader: fork");
+		_exit(127);
+	}
+	j[c].child = pid;	/* known here: a pidfd of it needs it (fdpidfd.c) */
+	if (pid == 0) {
+		if (is_zombie(&j[c]))
+			become_zombie(j, c, loader_pgid, verbose);
+		run_process(j, n, c, loader_pgid, verbose);
+	}
+	attrs_fork_slack_done(slack);
+	if (j[c].rs.exact_pid && is_leader(&j[c]) && r->sid != r->pid &&
+	    r->pgid != j[j[c].parent].ps.rec.pgid)
+		setpgid(pid, pid);
+	if (is_zombie(&j[c]))
+		while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+			;
+}
+
 static __attribute__((noreturn)) void run_process(struct job *j, uint32_t n, uint32_t i,
 						  pid_t loader_pgid, int verbose)
 {
+	struct ibcr_err e = { "" };
+
 	announce(&j[i]);
+	group_wait_placed(&j[i].rs);	/* sharing a table: once it is placed */
 	if (j[i].parent >= 0)
 		set_groups(j, i, loader_pgid, verbose);
-	for (uint32_t c = 0; c < n; c++) {
-		pid_t pid;
-
-		if (j[c].parent != (int)i)
-			continue;
-		pid = fork_as(&j[c], &j[c].rs.exact_pid, verbose);
-		if (pid < 0) {
-			perror("restart-loader: fork");
-			_exit(127);
-		}
-		if (pid == 0) {
-			if (is_zombie(&j[c]))
-				become_zombie(&j[c]);
-			run_process(j, n, c, loader_pgid, verbose);
-		}
-	}
+	/* a session's terminal before its members: they get it when forked */
+	if (pty_ctty_take(&j[i].rs, &e))
+		child_fail(j[i].rs.status_fd, &e);
+	cow_build_or_fail(j, n, i);	/* before the children inherit it */
+	/* group leaders first: the others may join their groups */
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t c = 0; c < n; c++)
+			if (j[c].parent == (int)i && is_leader(&j[c]) == !pass)
+				fork_child(j, n, c, loader_pgid, verbose);
 	run_child(&j[i].rs);
 	_exit(127);	/* not reached */
 }
@@ -138,6 +191,7 @@ static int high_pipe(int p[2], int base)
 int tree_start(struct job *j, uint32_t n, int base, int verbose)
 {
 	pid_t pgid = getpgrp();
+	long slack;
 
 	/* every process's pipes first: descendants are forked far from here */
 	for (uint32_t i = 0; i < n; i++) {
@@ -156,23 +210,30 @@ int tree_start(struct job *j, uint32_t n, int base, int verbose)
 		j[i].control_fd = control[1];
 		j[i].rs.control_fd = control[0];
 	}
+	if (group_pipes(j, n, base)) {
+		perror("restart-loader: the pipes of a shared descriptor table");
+		return -1;
+	}
 	fflush(NULL);
 	for (uint32_t i = 0; i < n; i++) {
 		if (j[i].parent >= 0 || is_zombie(&j[i]))
 			continue;	/* a zombie without parent here: nobody to reap it */
-		j[i].child = fork_as(&j[i], &j[i].rs.exact_pid, verbose);
+		slack = attrs_fork_slack(&j[i].ps);
+		j[i].child = fork_as(&j[i], 0, &j[i].rs.exact_pid, verbose);
 		if (j[i].child < 0) {
 			perror("restart-loader: fork");
 			return -1;
 		}
 		if (j[i].child == 0)
 			run_process(j, n, i, pgid, verbose);
+		attrs_fork_slack_done(slack);
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		if (j[i].rs.status_fd >= 0)
 			close(j[i].rs.status_fd);
 		if (j[i].rs.control_fd >= 0)
 			close(j[i].rs.control_fd);
+		group_close(&j[i].rs);	/* a leader gone: its members are told by EOF */
 	}
 	return 0;
 }

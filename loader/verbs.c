@@ -4,8 +4,9 @@
  * the restored process): refuse early when the image needs an RDMA
  * device and there is none, put stand-ins at the shim's descriptor
  * numbers, and have the core write the restart command, the rendezvous
- * directory and the peer timeout into the shim's control object before
- * any thread resumes. See verbs/ibcr_verbs_abi.h and docs/verbs.md.
+ * directory, the peer timeout and the epoll entries that watch the
+ * shim's descriptors into the shim's control object before any thread
+ * resumes. See verbs/ibcr_verbs_abi.h and docs/verbs.md.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -94,12 +96,13 @@ int verbs_standins(struct restore *rs, struct ibcr_err *e)
 		return 0;
 	for (uint32_t i = 0; i < s->control.nfds; i++) {
 		const struct ibcr_verbs_fd *f = &s->control.fds[i];
+		/* an eventfd that never becomes ready: an epoll can watch it */
 		int fd = f->kind == IBCR_VFD_COMP_CHANNEL ? channel_standin(f, e) :
-			 open("/dev/null", O_RDWR | O_CLOEXEC);
+			 (int)syscall(SYS_eventfd2, 0, O_CLOEXEC);
 
 		if (fd < 0)
 			return f->kind == IBCR_VFD_COMP_CHANNEL ? -1 :
-			       ibcr_fail_errno(e, errno, "verbs fd %d: /dev/null", f->fd);
+			       ibcr_fail_errno(e, errno, "verbs fd %d: an eventfd", f->fd);
 		if (fd != f->fd && dup2(fd, f->fd) < 0) {
 			close(fd);
 			return ibcr_fail_errno(e, errno, "verbs fd %d: placing a stand-in",
@@ -140,16 +143,75 @@ static void rendezvous_dir(const char *image, char out[512])
 	free(copy);
 }
 
-void verbs_pokes(struct restore *rs)
+static int is_verbs_fd(const struct ibcr_verbs_control *c, int fd)
+{
+	for (uint32_t i = 0; i < c->nfds; i++)
+		if (c->fds[i].fd == fd)
+			return 1;
+	return 0;
+}
+
+/* The fd number at which this process has file object i, or -1. */
+static int fd_number(const struct restore *rs, uint32_t i)
+{
+	for (uint32_t k = 0; k < rs->ps->nfds; k++)
+		if (rs->ps->fds[k].obj == i)
+			return rs->ps->fds[k].fd;
+	return -1;
+}
+
+/*
+ * This process's epoll entries that watch a descriptor of the shim: the
+ * loader adds them for the stand-ins (epoll_fill), the shim again for
+ * the files it puts at those numbers (ibcr_verbs_abi.h).
+ */
+static int epoll_entries(const struct restore *rs, const struct ibcr_verbs_control *c,
+			 struct ibcr_verbs_epoll *out, uint32_t *n, struct ibcr_err *e)
+{
+	*n = 0;
+	for (uint32_t i = 0; i < rs->files->nobjs; i++) {
+		const struct ibcr_fobj *o = &rs->files->objs[i];
+		const uint64_t *w = (const uint64_t *)rs->files->data[i];
+		int epfd = fd_number(rs, i);
+
+		if (o->kind != IBCR_FD_EPOLL || o->aux[0] != (uint64_t)(int64_t)rs->ps->rec.pid ||
+		    epfd < 0 || !w || o->data_len != o->aux[1] * 24)
+			continue;	/* epoll_fill refuses a malformed one */
+		for (uint64_t k = 0; k < o->aux[1]; k++, w += 3) {
+			if (!is_verbs_fd(c, (int)w[0]))
+				continue;
+			if (*n == IBCR_VERBS_MAX_EPOLL)
+				return ibcr_fail(e, "pid %d: more than %d epoll entries watch "
+						 "descriptors of the verbs shim", rs->ps->rec.pid,
+						 IBCR_VERBS_MAX_EPOLL);
+			out[*n] = (struct ibcr_verbs_epoll){ .epfd = epfd, .tfd = (int32_t)w[0],
+							     .events = (uint32_t)w[1], .data = w[2] };
+			(*n)++;
+		}
+	}
+	return 0;
+}
+
+int verbs_pokes(struct restore *rs, struct ibcr_err *e)
 {
 	const struct ibcr_verbs_section *s = section_of(rs->ps);
 	const char *tmo = getenv("IBCR_RENDEZVOUS_TIMEOUT");
 	uint64_t ms = (tmo && *tmo ? strtoull(tmo, NULL, 10) : 60) * 1000;
 	int32_t cmd = IBCR_VCMD_RESTART;
+	struct ibcr_verbs_epoll ep[IBCR_VERBS_MAX_EPOLL];
+	uint32_t nep;
 	char dir[512];
 
 	if (!s)
-		return;
+		return 0;
+	if (epoll_entries(rs, &s->control, ep, &nep, e))
+		return -1;
+	if (nep) {
+		add_poke(rs, s->control_addr + offsetof(struct ibcr_verbs_control, epoll), ep,
+			 nep * (uint32_t)sizeof(ep[0]));
+		add_poke(rs, s->control_addr + offsetof(struct ibcr_verbs_control, nepoll),
+			 &nep, sizeof(nep));
+	}
 	rendezvous_dir(rs->r->path, dir);
 	add_poke(rs, s->control_addr + offsetof(struct ibcr_verbs_control, rendezvous),
 		 dir, sizeof(dir));
@@ -158,4 +220,5 @@ void verbs_pokes(struct restore *rs)
 	/* last: the shim's helper acts on cmd as soon as it runs */
 	add_poke(rs, s->control_addr + offsetof(struct ibcr_verbs_control, cmd),
 		 &cmd, sizeof(cmd));
+	return 0;
 }

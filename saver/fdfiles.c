@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
  * Files that only the process still has: a regular file deleted while
- * open, and a memfd. Their bytes go into the image (the FILEOBJS data
- * area, at most IBCR_MAX_FILE_DATA each: the loader holds the section in
- * memory, and a file that large is better kept on disk by the program),
- * with their offset and flags, a memfd's seals. A deleted file that still
- * has another name (a hard link) would lose that link's sharing: refused.
+ * open, and a memfd. Their bytes go into the image (FILEDATA, once per
+ * file: filedata.c), with their offset and flags, a memfd's seals. A
+ * deleted file that still has another name (a hard link) would lose that
+ * link's sharing: refused.
  *
  * And terminals: the restore rebinds one used above fd 2 to the loader's
  * controlling terminal, so any terminal device qualifies here.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +53,10 @@ int deleted_classify(pid_t pid, int fd, char *link, const struct stat *st,
 {
 	struct stat named;
 
+	if (S_ISDIR(st->st_mode) && link[0] == '/' && !st->st_nlink && trim_deleted(link)) {
+		o->kind = IBCR_FD_DELDIR;	/* empty: only it was left to remove */
+		return 1;
+	}
 	if (!S_ISREG(st->st_mode) || link[0] != '/')
 		return 0;
 	/* a live file whose name happens to end in " (deleted)" */
@@ -64,64 +68,120 @@ int deleted_classify(pid_t pid, int fd, char *link, const struct stat *st,
 		o->kind = IBCR_FD_MEMFD;
 		return 1;
 	}
-	if (st->st_nlink)
-		return ibcr_fail(e, "pid %d fd %d: file %s was deleted but still has %lu "
-				 "other name(s) (hard links): not supported", (int)pid, fd,
-				 link, (unsigned long)st->st_nlink);
+	if (st->st_nlink) {
+		char other[PATH_MAX];
+
+		/* the same file under another name: reopened by that name */
+		if (!inode_path(pid, st->st_ino, st->st_dev, other, sizeof(other)))
+			return ibcr_fail(e, "pid %d fd %d: file %s was deleted but still has %lu "
+					 "other name(s) (hard links), none of them found near "
+					 "the process's directories: not supported", (int)pid, fd,
+					 link, (unsigned long)st->st_nlink);
+		snprintf(link, PATH_MAX, "%s", other);
+		o->kind = IBCR_FD_REG;
+		return 1;
+	}
 	o->kind = IBCR_FD_DELETED;
 	return 1;
 }
 
-static int read_all(int fd, uint8_t *p, uint64_t n)
+/* Its bytes (filedata.c) and a memfd's seals, through a reopening of it. */
+int deleted_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_err *e)
 {
-	uint64_t done = 0;
+	struct ibcr_fobj *ob = &o->f.objs[i];
+	char proc[64];
+	int rfd, seals;
 
-	while (done < n) {
-		ssize_t k = pread(fd, p + done, n - done, (off_t)done);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k == 0)
-			errno = EIO;	/* shorter than it was a moment ago */
-		if (k <= 0)
-			return -1;
-		done += (uint64_t)k;
-	}
+	if (filedata_capture(pid, fd, o, i, e))
+		return -1;
+	if (ob->kind != IBCR_FD_MEMFD)
+		return 0;
+	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", (int)pid, fd);
+	if ((rfd = open(proc, O_RDONLY | O_CLOEXEC)) < 0)
+		return ibcr_fail_errno(e, errno, "pid %d fd %d: opening memfd %s", (int)pid, fd,
+				       o->f.paths[i]);
+	seals = fcntl(rfd, F_GET_SEALS);
+	close(rfd);
+	if (seals < 0)
+		return ibcr_fail_errno(e, errno, "pid %d fd %d: reading the seals of %s",
+				       (int)pid, fd, o->f.paths[i]);
+	ob->aux[0] = (uint64_t)seals;
 	return 0;
 }
 
-/* The bytes (and a memfd's seals) of pid's fd, through a reopening of it. */
-int deleted_capture(pid_t pid, int fd, const char *path, struct ibcr_fobj *o,
-		    uint8_t **data, struct ibcr_err *e)
+static uint64_t ts_ns(const struct timespec *t)
+{
+	return (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
+}
+
+/* A removed directory's owner and access time, from a stat of it. */
+static void deldir_attrs(const struct stat *st, struct ibcr_fattr *a)
+{
+	a->flags |= IBCR_FATTR_OWNER;
+	a->uid = st->st_uid;
+	a->gid = st->st_gid;
+	a->atime_ns = ts_ns(&st->st_atim);
+}
+
+int deldir_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_err *e)
 {
 	char proc[64];
-	int rfd, rc = 0;
+	struct stat st;
 
-	if (o->size > IBCR_MAX_FILE_DATA)
-		return ibcr_fail(e, "pid %d fd %d: %s %s holds %llu bytes; at most %llu MiB "
-				 "are saved with the image", (int)pid, fd,
-				 o->kind == IBCR_FD_MEMFD ? "memfd" : "deleted file", path,
-				 (unsigned long long)o->size, IBCR_MAX_FILE_DATA >> 20);
 	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", (int)pid, fd);
-	if ((rfd = open(proc, O_RDONLY | O_CLOEXEC)) < 0)
-		return ibcr_fail_errno(e, errno, "pid %d fd %d: opening deleted file %s to "
-				       "save its contents", (int)pid, fd, path);
-	*data = o->size ? xmalloc(o->size) : NULL;
-	if (o->size && read_all(rfd, *data, o->size))
-		rc = ibcr_fail_errno(e, errno, "pid %d fd %d: reading the %llu "
-				     "bytes of deleted file %s", (int)pid, fd,
-				     (unsigned long long)o->size, path);
-	o->data_len = o->size;
-	if (!rc && o->kind == IBCR_FD_MEMFD) {
-		int seals = fcntl(rfd, F_GET_SEALS);
+	if (stat(proc, &st))
+		return ibcr_fail_errno(e, errno, "pid %d fd %d: removed directory %s", (int)pid,
+				       fd, o->f.paths[i]);
+	deldir_attrs(&st, &o->f.attrs[i]);
+	for (uint32_t k = 0; k < i; k++)	/* another description of it: one directory */
+		if (o->f.objs[k].kind == IBCR_FD_DELDIR && o->f.objs[k].ino == st.st_ino &&
+		    o->f.objs[k].dev == st.st_dev && !o->f.attrs[k].same_file) {
+			o->f.attrs[i].same_file = k + 1;
+			break;
+		}
+	return 0;
+}
 
-		if (seals < 0)
-			rc = ibcr_fail_errno(e, errno, "pid %d fd %d: reading the seals of %s",
-					     (int)pid, fd, path);
-		o->aux[0] = (uint64_t)(seals < 0 ? 0 : seals);
+/*
+ * A working directory removed since: the restore makes it as a removed
+ * directory object (one of its descriptors, or one of its own), found by
+ * its name: two removed directories of the same name would be ambiguous.
+ */
+int deldir_cwds(const struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		char path[PATH_MAX], proc[64];
+		struct stat st;
+		long found = -1;
+
+		if (t[k].zombie || !t[k].ps.cwd)
+			continue;
+		snprintf(path, sizeof(path), "%s", t[k].ps.cwd);
+		snprintf(proc, sizeof(proc), "/proc/%d/cwd", (int)t[k].pid);
+		if (stat(proc, &st))
+			return ibcr_fail_errno(e, errno, "pid %d: its working directory", (int)t[k].pid);
+		if (st.st_nlink || !trim_deleted(path))
+			continue;
+		for (uint32_t i = 0; i < o->f.nobjs; i++)
+			if (o->f.objs[i].kind == IBCR_FD_DELDIR && !strcmp(o->f.paths[i], path)) {
+				if (o->f.objs[i].ino != st.st_ino || o->f.objs[i].dev != st.st_dev)
+					return ibcr_fail(e, "pid %d: its working directory %s and "
+							 "another directory of that name were "
+							 "removed: not supported", (int)t[k].pid, path);
+				found = i;
+			}
+		if (found < 0) {
+			struct ibcr_fobj ob = { .kind = IBCR_FD_DELDIR, .ino = st.st_ino,
+						.dev = st.st_dev, .mode = st.st_mode,
+						.mtime_ns = ts_ns(&st.st_mtim),
+						.flags = O_RDONLY | O_DIRECTORY };
+
+			found = fobjs_add(o, t[k].pid, -1, path);
+			o->f.objs[found] = ob;
+			deldir_attrs(&st, &o->f.attrs[found]);
+		}
 	}
-	close(rfd);
-	return rc;
+	return 0;
 }
 
 /*
@@ -177,8 +237,8 @@ int proc_check_own(const struct target *t, uint32_t n, const struct fobjs *o,
 		char *end;
 		long id;
 
-		if ((o->f.objs[i].kind != IBCR_FD_REG && o->f.objs[i].kind != IBCR_FD_DIR) ||
-		    strncmp(path, "/proc/", 6))
+		if ((o->f.objs[i].kind != IBCR_FD_REG && o->f.objs[i].kind != IBCR_FD_DIR &&
+		     o->f.objs[i].kind != IBCR_FD_OPATH) || strncmp(path, "/proc/", 6))
 			continue;
 		id = strtol(path + 6, &end, 10);
 		if (end != path + 6 && (*end == '/' || !*end) && in_checkpoint(t, n, id))

@@ -267,6 +267,16 @@ static int search_process(pid_t pid, const struct watch *prev, uint32_t nprev,
 	return found;
 }
 
+int inode_path(pid_t pid, uint64_t ino, dev_t dev, char *out, size_t len)
+{
+	struct watch w = { .ino = ino, .dev = dev };
+
+	if (!search_process(pid, NULL, 0, &w) || strlen(w.path) >= len)
+		return 0;
+	snprintf(out, len, "%s", w.path);
+	return 1;
+}
+
 static int unread_events(pid_t pid, int fd, struct ibcr_err *e)
 {
 	int g = grab_fd(pid, fd, e), n = 0, rc;

@@ -11,7 +11,10 @@
  * until someone reads or queries it), as a query by the program would.
  * Every epoll target is checked with kcmp(KCMP_EPOLL_TFD) to be the file
  * that its process has at that fd number: the restore adds it again by
- * number, and an epoll keys its entries by (file, number).
+ * number, and an epoll keys its entries by (file, number). One whose
+ * number was closed since or holds another file now is another
+ * description of the image with that file (found with the same kcmp):
+ * the restore puts it at that number for the add, and back.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -79,6 +82,7 @@ int anon_classify(const char *link, struct ibcr_fobj *o)
 		{ "anon_inode:[signalfd]", IBCR_FD_SIGNALFD },
 		{ "anon_inode:[eventpoll]", IBCR_FD_EPOLL },
 		{ "anon_inode:inotify", IBCR_FD_INOTIFY },
+		{ "anon_inode:[pidfd]", IBCR_FD_PIDFD },
 	};
 
 	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
@@ -105,8 +109,10 @@ static int cap_eventfd(pid_t pid, int fd, struct ibcr_fobj *o, struct ibcr_err *
 
 	if (fdinfo_read(pid, fd, &s, e))
 		return -1;
-	rc = need(s, "eventfd-count:", 16, &o->aux[0], pid, fd, "eventfd", e) ||
-	     need(s, "eventfd-semaphore:", 10, &o->aux[1], pid, fd, "eventfd", e) ? -1 : 0;
+	rc = need(s, "eventfd-count:", 16, &o->aux[0], pid, fd, "eventfd", e);
+	/* before Linux 6.4 the mode is not shown: fdeventfd.c finds it */
+	if (!rc && !fdinfo_field(s, "eventfd-semaphore:", 10, &o->aux[1]))
+		rc = eventfd_semaphore_probe(pid, fd, o->aux[0], &o->aux[1], e);
 	free(s);
 	return rc;
 }
@@ -187,21 +193,36 @@ int anon_capture(pid_t pid, int fd, struct ibcr_fobj *o, struct ibcr_err *e)
 	return 0;	/* epoll: epoll_finish; inotify: fdinotify.c */
 }
 
-/* Whether pid's fd tfd is the file its epoll efd watches as tfd (toff-th). */
-static int check_target(pid_t pid, int efd, int tfd, uint32_t toff, struct ibcr_err *e)
+/*
+ * The object whose file pid's epoll efd watches as tfd (toff-th such
+ * entry): the one at tfd now, or (closed since, or renumbered) another
+ * description of the image with that very file: *obj 1 + its index, 0 for
+ * the file at tfd.
+ */
+static int find_target(const struct fobjs *o, pid_t pid, int efd, int tfd, uint32_t toff,
+		       uint32_t *obj, struct ibcr_err *e)
 {
 	struct { uint32_t efd, tfd, toff; } slot = { (uint32_t)efd, (uint32_t)tfd, toff };
 	long r = syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, tfd, &slot);
 
+	*obj = 0;
+	if (r < 0 && errno != EBADF)
+		return ibcr_fail_errno(e, errno, "pid %d fd %d: checking its epoll target fd %d "
+				       "(kcmp KCMP_EPOLL_TFD)", (int)pid, efd, tfd);
 	if (r == 0)
 		return 0;
-	if (r > 0 || errno == EBADF)
-		return ibcr_fail(e, "pid %d fd %d: epoll watches a file as fd %d, which the "
-				 "process %s: it cannot be added again by number (not "
-				 "supported)", (int)pid, efd, tfd,
-				 r > 0 ? "now has another file at" : "has closed");
-	return ibcr_fail_errno(e, errno, "pid %d fd %d: checking its epoll target fd %d "
-			       "(kcmp KCMP_EPOLL_TFD)", (int)pid, efd, tfd);
+	for (uint32_t i = 0; i < o->f.nobjs; i++) {
+		uint32_t k = o->f.objs[i].kind;
+
+		if (k == IBCR_FD_STAGE || k == IBCR_FD_STDIO || k == IBCR_FD_EXTERNAL ||
+		    syscall(SYS_kcmp, o->rep_pid[i], pid, KCMP_EPOLL_TFD, o->rep_fd[i], &slot))
+			continue;
+		*obj = i + 1;	/* added by that number with this file, then put back */
+		return 0;
+	}
+	return ibcr_fail(e, "pid %d fd %d: epoll watches a file as fd %d, which the process "
+			 "%s, and no descriptor of the image has that file (not supported)",
+			 (int)pid, efd, tfd, r > 0 ? "now has another file at" : "has closed");
 }
 
 /* How many entries before the last of w (n of them) have its target fd. */
@@ -210,11 +231,12 @@ static uint32_t same_fd_before(const uint64_t *w, size_t n)
 	uint32_t k = 0;
 
 	for (size_t i = 0; i + 1 < n; i++)
-		k += w[3 * i] == w[3 * (n - 1)];
+		k += (uint32_t)w[3 * i] == (uint32_t)w[3 * (n - 1)];	/* the fd numbers */
 	return k;
 }
 
-static int epoll_entries(pid_t pid, int efd, struct buf *b, struct ibcr_err *e)
+static int epoll_entries(const struct fobjs *o, pid_t pid, int efd, struct buf *b,
+			 struct ibcr_err *e)
 {
 	char *s, *p;
 	int rc = 0;
@@ -232,12 +254,16 @@ static int epoll_entries(pid_t pid, int efd, struct buf *b, struct ibcr_err *e)
 				       (int)pid, efd, p + 1);
 			break;
 		}
-		w[0] = (uint64_t)tfd;
+		uint32_t obj = 0;
+
+		w[0] = (uint32_t)tfd;
 		w[1] = events;
 		w[2] = data;
 		buf_put(b, w, sizeof(w));
-		rc = check_target(pid, efd, tfd, same_fd_before((uint64_t *)b->p,
-								b->len / sizeof(w)), e);
+		rc = find_target(o, pid, efd, tfd, same_fd_before((uint64_t *)b->p,
+								  b->len / sizeof(w)), &obj, e);
+		w[0] |= (uint64_t)obj << 32;
+		memcpy(b->p + b->len - sizeof(w), w, sizeof(w[0]));
 	}
 	free(s);
 	return rc;
@@ -256,7 +282,7 @@ int epoll_finish(struct fobjs *o, struct ibcr_err *e)
 
 		if (ob->kind != IBCR_FD_EPOLL)
 			continue;
-		if (epoll_entries(o->rep_pid[i], o->rep_fd[i], &b, e)) {
+		if (epoll_entries(o, o->rep_pid[i], o->rep_fd[i], &b, e)) {
 			buf_free(&b);
 			return -1;
 		}

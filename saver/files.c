@@ -22,10 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "buf.h"
+#include "external.h"
 #include "fdkinds.h"
 #include "procfs.h"
 #include "saver.h"
@@ -76,6 +78,16 @@ static int read_fdinfo(pid_t pid, int fd, struct ibcr_fobj *o, uint32_t *cloexec
 	return 0;
 }
 
+/* The file system of pid's fd: the mqueue one (whose files look regular). */
+static int is_mqueue(pid_t pid, int fd)
+{
+	char path[64];
+	struct statfs sf;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	return !statfs(path, &sf) && sf.f_type == 0x19800202 /* MQUEUE_MAGIC */;
+}
+
 /*
  * The kind of a new object (a deleted file's link loses its " (deleted)");
  * pipes and terminals are settled later (files_finish).
@@ -83,12 +95,33 @@ static int read_fdinfo(pid_t pid, int fd, struct ibcr_fobj *o, uint32_t *cloexec
 static int classify(pid_t pid, int fd, char *link, const struct stat *st,
 		    struct ibcr_fobj *o, struct ibcr_err *e)
 {
-	int k = deleted_classify(pid, fd, link, st, o, e);
+	struct stat named;
+	int k;
+
+	/* a place in the file system, not an open file: reopened by its name */
+	if (o->flags & O_PATH) {
+		if (link[0] != '/' || lstat(link, &named) || named.st_ino != st->st_ino ||
+		    named.st_dev != st->st_dev)
+			return ibcr_fail(e, "pid %d fd %d: O_PATH descriptor of %s, which no longer "
+					 "has that name: not supported", (int)pid, fd, link);
+		o->kind = IBCR_FD_OPATH;
+		return 0;
+	}
+	if (is_mqueue(pid, fd))
+		return ibcr_fail(e, "pid %d fd %d: POSIX message queue %s (mq_open): not "
+				 "supported", (int)pid, fd, link);
+	k = deleted_classify(pid, fd, link, st, o, e);
 
 	if (k)
 		return k < 0 ? -1 : 0;
 	if (anon_classify(link, o))
 		return 0;
+	/* reopened by its name, it must be this file (not one of another mount namespace) */
+	if ((S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) && link[0] == '/' &&
+	    (stat(link, &named) || named.st_ino != st->st_ino || named.st_dev != st->st_dev))
+		return ibcr_fail(e, "pid %d fd %d: %s %s is not that file by its name here (in "
+				 "another mount namespace?): not supported", (int)pid, fd,
+				 S_ISDIR(st->st_mode) ? "directory" : "file", link);
 	if (S_ISREG(st->st_mode) && link[0] == '/')
 		o->kind = IBCR_FD_REG;
 	else if (S_ISDIR(st->st_mode) && link[0] == '/')
@@ -97,6 +130,9 @@ static int classify(pid_t pid, int fd, char *link, const struct stat *st,
 		o->kind = IBCR_FD_CHR;
 	else if (S_ISFIFO(st->st_mode) && !strncmp(link, "pipe:[", 6))
 		o->kind = IBCR_FD_PIPE;
+	else if (S_ISFIFO(st->st_mode) && link[0] == '/' && !st->st_nlink)
+		return ibcr_fail(e, "pid %d fd %d: named pipe %s was deleted while open: not "
+				 "supported", (int)pid, fd, link);
 	else if (S_ISFIFO(st->st_mode) && link[0] == '/')
 		o->kind = IBCR_FD_FIFO;
 	else if (S_ISSOCK(st->st_mode))
@@ -157,7 +193,7 @@ static long find_shared(const struct fobjs *o, pid_t pid, int fd, const struct s
 	return -1;
 }
 
-static uint32_t add_object(struct fobjs *o, pid_t pid, int fd, const char *link)
+uint32_t fobjs_add(struct fobjs *o, pid_t pid, int fd, const char *link)
 {
 	uint32_t i = o->f.nobjs++;
 
@@ -168,8 +204,10 @@ static uint32_t add_object(struct fobjs *o, pid_t pid, int fd, const char *link)
 		o->f.data = xrealloc(o->f.data, sizeof(uint8_t *) * o->cap);
 		o->rep_pid = xrealloc(o->rep_pid, sizeof(pid_t) * o->cap);
 		o->rep_fd = xrealloc(o->rep_fd, sizeof(int) * o->cap);
+		o->f.attrs = xrealloc(o->f.attrs, sizeof(*o->f.attrs) * o->cap);
 	}
 	memset(&o->f.objs[i], 0, sizeof(o->f.objs[i]));
+	memset(&o->f.attrs[i], 0, sizeof(o->f.attrs[i]));
 	o->f.paths[i] = xstrdup(link);
 	o->f.data[i] = NULL;
 	o->rep_pid[i] = pid;
@@ -185,11 +223,15 @@ static int capture_state(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct 
 	switch (ob->kind) {
 	case IBCR_FD_DELETED:
 	case IBCR_FD_MEMFD:
-		return deleted_capture(pid, fd, o->f.paths[i], ob, &o->f.data[i], e);
+		return deleted_capture(pid, fd, o, i, e);
 	case IBCR_FD_INOTIFY:
 		return inotify_capture(pid, fd, ob, &o->f.data[i], e);
 	case IBCR_FD_PTMX:
-		return ptmx_capture(pid, fd, ob, &o->f.data[i], e);
+		return ptmx_capture(pid, fd, o, i, e);
+	case IBCR_FD_DELDIR:
+		return deldir_capture(pid, fd, o, i, e);
+	case IBCR_FD_PIDFD:
+		return pidfd_capture(pid, fd, o, i, e);
 	}
 	return anon_capture(pid, fd, ob, e);
 }
@@ -199,6 +241,7 @@ static int capture_fd(struct target *t, struct fobjs *o, int fd, struct ibcr_fd 
 {
 	char path[64], link[4096];
 	struct ibcr_fobj probe = { 0 };
+	const struct ext_rule *rule;
 	struct stat st;
 	ssize_t k;
 	long shared;
@@ -212,6 +255,14 @@ static int capture_fd(struct target *t, struct fobjs *o, int fd, struct ibcr_fd 
 	r->fd = fd;
 	if (read_fdinfo(t->pid, fd, &probe, &r->cloexec, e))
 		return -1;
+	if ((rule = external_find(o, t->pid, fd))) {
+		/* what it leads to does not matter: it does not come back */
+		r->obj = fobjs_add(o, t->pid, fd, link);
+		probe.kind = IBCR_FD_EXTERNAL;
+		o->f.objs[r->obj] = probe;
+		external_object(rule, fd, &o->f.objs[r->obj], &o->f.data[r->obj]);
+		return 0;
+	}
 	shared = verbs_owns_fd(t, fd) ? -1 : find_shared(o, t->pid, fd, &st);
 	if (shared >= 0) {
 		r->obj = (uint32_t)shared;
@@ -227,9 +278,10 @@ static int capture_fd(struct target *t, struct fobjs *o, int fd, struct ibcr_fd 
 		probe.kind = IBCR_FD_STAGE;	/* the verbs stage stands in */
 	else if (classify(t->pid, fd, link, &st, &probe, e))
 		return -1;
-	r->obj = add_object(o, t->pid, fd, link);
+	r->obj = fobjs_add(o, t->pid, fd, link);
 	o->f.objs[r->obj] = probe;
-	return capture_state(t->pid, fd, o, r->obj, e);
+	return capture_state(t->pid, fd, o, r->obj, e) ||
+	       fdattr_capture(t->pid, fd, o, r->obj, e) ? -1 : 0;
 }
 
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e)
@@ -323,18 +375,24 @@ static int in_image(const struct target *t, uint32_t n, pid_t pid)
 }
 
 /*
- * Does a process outside the image hold pipe `ino`? Then its missing end
- * leads outside; otherwise that end is simply closed (its writer exited,
- * say), and the pipe is restored with the end closed.
+ * Does a process outside the image hold pipe (or named pipe) object i?
+ * Then its missing end leads outside; otherwise that end is simply
+ * closed (its writer exited, say), and the pipe is restored with the end
+ * closed. A named pipe held outside would be joined again at restore
+ * with the bytes still in it.
  */
-static int held_outside(const struct target *t, uint32_t n, uint64_t ino)
+static int held_outside(const struct target *t, uint32_t n, const struct fobjs *o, uint32_t i)
 {
-	char want[32], path[300], link[64];
+	const struct ibcr_fobj *ob = &o->f.objs[i];
+	char want[4096], path[300], link[4096];
 	struct dirent *p, *f;
 	DIR *procs = opendir("/proc"), *fds;
 	int found = 0;
 
-	snprintf(want, sizeof(want), "pipe:[%llu]", (unsigned long long)ino);
+	if (ob->kind == IBCR_FD_PIPE)
+		snprintf(want, sizeof(want), "pipe:[%llu]", (unsigned long long)ob->aux[0]);
+	else
+		snprintf(want, sizeof(want), "%s", o->f.paths[i]);
 	while (procs && !found && (p = readdir(procs))) {
 		pid_t pid = (pid_t)atoi(p->d_name);
 
@@ -344,11 +402,13 @@ static int held_outside(const struct target *t, uint32_t n, uint64_t ino)
 		if (!(fds = opendir(path)))
 			continue;
 		while (!found && (f = readdir(fds))) {
+			struct stat st;
 			ssize_t k;
 
 			snprintf(path, sizeof(path), "/proc/%d/fd/%s", (int)pid, f->d_name);
 			k = readlink(path, link, sizeof(link) - 1);
-			found = k > 0 && (link[k] = 0, !strcmp(link, want));
+			found = k > 0 && (link[k] = 0, !strcmp(link, want)) && !stat(path, &st) &&
+				st.st_ino == ob->ino && st.st_dev == ob->dev;
 		}
 		closedir(fds);
 	}
@@ -357,12 +417,26 @@ static int held_outside(const struct target *t, uint32_t n, uint64_t ino)
 	return found;
 }
 
-/* The first descriptor (pid, fd) that refers to object i, above fd 2. */
-static int high_user(const struct target *t, uint32_t n, uint32_t i, pid_t *pid, int *fd)
+static int on_std_fd(const struct target *x, uint32_t i)
+{
+	for (uint32_t f = 0; f < x->ps.nfds && x->ps.fds[f].fd <= 2; f++)
+		if (x->ps.fds[f].obj == i)
+			return 1;
+	return 0;
+}
+
+/*
+ * The first descriptor (pid, fd) above fd 2 that refers to object i in a
+ * process that does not also have it on fds 0-2: one that does follows
+ * its std stream at restore (bash's fd 255, a dup of fd 2).
+ */
+static int lone_high_user(const struct target *t, uint32_t n, uint32_t i, pid_t *pid,
+			  int *fd)
 {
 	for (uint32_t k = 0; k < n; k++)
 		for (uint32_t f = 0; f < t[k].ps.nfds; f++)
-			if (t[k].ps.fds[f].obj == i && t[k].ps.fds[f].fd > 2) {
+			if (t[k].ps.fds[f].obj == i && t[k].ps.fds[f].fd > 2 &&
+			    !on_std_fd(&t[k], i)) {
 				*pid = t[k].pid;
 				*fd = t[k].ps.fds[f].fd;
 				return 1;
@@ -371,31 +445,75 @@ static int high_user(const struct target *t, uint32_t n, uint32_t i, pid_t *pid,
 }
 
 /*
- * A terminal or socket seen first on fds 0-2 (a std stream to rebind)
- * that is also used above fd 2: a terminal is rebound there to the
- * loader's controlling terminal; a socket leading outside cannot be.
+ * A terminal, pipe or socket seen first on fds 0-2 (a std stream to
+ * rebind) and also used above fd 2: there it follows the std stream of
+ * its process at restore. Used above fd 2 alone (no std stream of that
+ * process shares it), and a terminal first seen above fd 2, it leads
+ * outside the checkpoint: refused, unless --external-fd said what comes
+ * back there (the loader cannot know it will have a terminal to give).
  */
 static int settle_stdio(const struct target *t, uint32_t n, struct fobjs *o, uint32_t i,
 			struct ibcr_err *e)
 {
 	struct ibcr_fobj *ob = &o->f.objs[i];
-	char path[64];
-	struct stat st;
+	pid_t pid = o->rep_pid[i];
+	int fd = o->rep_fd[i];
+
+	if (ob->kind == IBCR_FD_TTY || (ob->kind == IBCR_FD_STDIO &&
+					lone_high_user(t, n, i, &pid, &fd)))
+		return ibcr_fail(e, "pid %d fd %d: %s (%s) leads outside the checkpoint and "
+				 "is not one of fds 0-2 of its process, which are rebound"
+				 EXTERNAL_HINT, (int)pid, fd, ob->kind == IBCR_FD_TTY ||
+				 !strncmp(o->f.paths[i], "/dev/pts/", 9) ||
+				 !strncmp(o->f.paths[i], "/dev/tty", 8) ? "terminal" :
+				 kind_name(ob->mode, o->f.paths[i]), o->f.paths[i], fd);
+	return 0;
+}
+
+/* The first object before i that is a description of the same pipe, or i. */
+static uint32_t first_of_pipe(const struct fobjs *o, uint32_t i)
+{
+	for (uint32_t k = 0; k < i; k++)
+		if (o->f.objs[k].kind == o->f.objs[i].kind && o->f.objs[k].aux[0] == o->f.objs[i].aux[0])
+			return k;
+	return i;
+}
+
+/*
+ * A pipe or named pipe: one leading outside is a std stream to rebind
+ * when only fds 0-2 use it, else refused; the bytes in it are the pipe's,
+ * saved once, with its first description; every description has the
+ * pipe's size.
+ */
+static int pipe_settle(const struct target *t, uint32_t n, struct fobjs *o, uint32_t i,
+		       struct ibcr_err *e)
+{
+	struct ibcr_fobj *ob = &o->f.objs[i];
+	uint32_t first;
 	pid_t pid;
 	int fd;
 
-	if (ob->kind != IBCR_FD_STDIO || !high_user(t, n, i, &pid, &fd))
+	if (ob->kind != IBCR_FD_PIPE && ob->kind != IBCR_FD_FIFO)
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)o->rep_pid[i], o->rep_fd[i]);
-	if (stat(path, &st))
-		return ibcr_fail_errno(e, errno, "pid %d fd %d", (int)o->rep_pid[i],
-				       o->rep_fd[i]);
-	if (!is_terminal(&st))
-		return ibcr_fail(e, "pid %d fd %d: %s (%s) leads outside the checkpoint and "
-				 "is used above fd 2: only fds 0-2 are rebound", (int)pid, fd,
-				 kind_name(st.st_mode, o->f.paths[i]), o->f.paths[i]);
-	ob->kind = IBCR_FD_TTY;
-	return 0;
+	first = first_of_pipe(o, i);
+	if (first < i) {
+		ob->aux[1] = o->f.objs[first].aux[1];
+		return 0;
+	}
+	if ((ob->kind == IBCR_FD_FIFO ||
+	     !has_end(o, ob->aux[0], O_RDONLY) || !has_end(o, ob->aux[0], O_WRONLY)) &&
+	    held_outside(t, n, o, i)) {
+		if (ob->kind == IBCR_FD_FIFO)
+			pid = o->rep_pid[i], fd = o->rep_fd[i];
+		if (ob->kind == IBCR_FD_FIFO || lone_high_user(t, n, i, &pid, &fd))
+			return ibcr_fail(e, "pid %d fd %d: %s (%s) leads to a process "
+					 "outside the checkpoint" EXTERNAL_HINT, (int)pid, fd,
+					 ob->kind == IBCR_FD_FIFO ? "named pipe" : "pipe",
+					 o->f.paths[i], fd);
+		ob->kind = IBCR_FD_STDIO;
+		return 0;
+	}
+	return pipe_data(o, i, e);
 }
 
 /*
@@ -407,35 +525,18 @@ static int settle_stdio(const struct target *t, uint32_t n, struct fobjs *o, uin
  */
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e)
 {
-	if (sockets_finish(o, e))
+	if (fdtable_share(t, n, e) || sockets_finish(o, e) || delmap_finish(t, n, o, e))
 		return -1;
-	for (uint32_t i = 0; i < o->f.nobjs; i++) {
-		struct ibcr_fobj *ob = &o->f.objs[i];
-		pid_t pid;
-		int fd;
-
-		if (ob->kind != IBCR_FD_PIPE)
-			continue;
-		if ((!has_end(o, ob->aux[0], O_RDONLY) || !has_end(o, ob->aux[0], O_WRONLY)) &&
-		    held_outside(t, n, ob->aux[0])) {
-			if (high_user(t, n, i, &pid, &fd))
-				return ibcr_fail(e, "pid %d fd %d: pipe (%s) leads to a process "
-						 "outside the checkpoint: not supported",
-						 (int)pid, fd, o->f.paths[i]);
-			ob->kind = IBCR_FD_STDIO;
-			continue;
-		}
-		if ((ob->flags & O_ACCMODE) == O_RDONLY && pipe_data(o, i, e))
-			return -1;
-	}
 	for (uint32_t i = 0; i < o->f.nobjs; i++)
-		if (o->f.objs[i].kind == IBCR_FD_FIFO &&
-		    (o->f.objs[i].flags & O_ACCMODE) != O_WRONLY && pipe_data(o, i, e))
+		if (pipe_settle(t, n, o, i, e))
 			return -1;
+	pty_finish(o);	/* slaves of masters in the image are not terminals outside */
 	for (uint32_t i = 0; i < o->f.nobjs; i++)
 		if (settle_stdio(t, n, o, i, e))
 			return -1;
-	pty_finish(o);
 	return memfd_check_mapped(t, n, o, e) || proc_check_own(t, n, o, e) ||
-	       epoll_finish(o, e) ? -1 : 0;
+	       epoll_finish(o, e) || external_check_epolls(t, n, o, e) ||
+	       fdattr_check(t, n, o, e) || pty_ctty(t, n, o, e) || deldir_cwds(t, n, o, e) ||
+	       pidfd_check(t, n, o, e) ?
+	       -1 : 0;
 }

@@ -2,9 +2,10 @@
 /*
  * State that only the process itself can read (signal actions, the
  * alternate signal stack, the clear_child_tid address, interval timers,
- * the program break) is read by running system calls inside it, in each
- * thread parked for the purpose (park.h: a saver killed meanwhile does
- * no harm), writing into scratch bytes below its stack pointer.
+ * the program break, securebits, dumpable) is read by running system
+ * calls inside it, seccomp suspended for them (creds.c), in threads
+ * parked for the time of it (park.h: a saver killed meanwhile does no
+ * harm), each writing into scratch bytes below its own stack pointer.
  */
 #include <errno.h>
 #include <linux/prctl.h>
@@ -17,9 +18,10 @@
 
 #include "buf.h"
 #include "procfs.h"
-#include "ptrace_util.h"
 #include "park.h"
+#include "ptrace_util.h"
 #include "saver.h"
+
 
 int read_target(struct target *t, uint64_t addr, void *buf, size_t len,
 		struct ibcr_err *e)
@@ -48,107 +50,99 @@ int read_target(struct target *t, uint64_t addr, void *buf, size_t len,
 			       (int)t->pid, (unsigned long long)addr, len);
 }
 
-static int inject(struct park *p, long nr, uint64_t a0, uint64_t a1, uint64_t a2,
-		  uint64_t a3, long *ret, struct ibcr_err *e)
+static int inject(struct target *t, uint32_t thread, long nr, uint64_t a0,
+		  uint64_t a1, uint64_t a2, uint64_t a3, long *ret,
+		  struct ibcr_err *e)
 {
 	const uint64_t a[6] = { a0, a1, a2, a3, 0, 0 };
 	long r;
 
-	if (park_call(p, nr, a, &r, NULL, e))
+	if (!t->parks)
+		return ibcr_fail(e, "pid %d: a call injected outside capture_injected", (int)t->pid);
+	if (park_call(&t->parks[thread], nr, a, &r, NULL, e))
 		return -1;
 	if (ret)
 		*ret = r;
 	else if (r < 0 && r > -4096)
 		return ibcr_fail(e, "pid %d thread %d: syscall %ld inside the process: "
-				 "%s", (int)p->pid, p->tid, nr, strerror((int)-r));
+				 "%s", (int)t->pid, t->tids[thread], nr, strerror((int)-r));
 	return 0;
 }
 
-static int read_sigactions(struct target *t, struct park *p, struct ibcr_err *e)
+int inject_call(struct target *t, uint32_t thread, long nr, uint64_t a0, uint64_t a1,
+		uint64_t a2, uint64_t a3, long *ret, struct ibcr_err *e)
 {
-	for (int sig = 1; sig <= IBCR_NSIG; sig++) {
-		struct ibcr_sigaction *sa = &t->ps.sigact[sig - 1];
-
-		if (sig == 9 || sig == 19)	/* SIGKILL, SIGSTOP: always default */
-			continue;
-		if (inject(p, SYS_rt_sigaction, (uint64_t)sig, 0, p->scratch, 8, NULL, e) ||
-		    read_target(t, p->scratch, sa, sizeof(*sa), e))
-			return -1;
-	}
-	return 0;
+	return inject(t, thread, nr, a0, a1, a2, a3, ret, e);
 }
 
-static int read_thread_bits(struct target *t, uint32_t i, struct park *p,
-			    struct ibcr_err *e)
+static int read_process_bits(struct target *t, uint64_t scratch, struct ibcr_err *e)
 {
-	struct ibcr_thread *rec = &t->ps.threads[i].rec;
-	struct {
-		uint64_t sp;
-		int32_t flags, pad;
-		uint64_t size;
-	} ss;
-	uint64_t ctid = 0;
-	int32_t cached = 0;
-
-	if (inject(p, SYS_sigaltstack, 0, p->scratch, 0, 0, NULL, e) ||
-	    read_target(t, p->scratch, &ss, sizeof(ss), e))
-		return -1;
-	rec->altstack_sp = ss.sp;
-	rec->altstack_flags = (uint32_t)ss.flags;
-	rec->altstack_size = ss.size;
-	if (inject(p, SYS_prctl, PR_GET_TID_ADDRESS, p->scratch, 0, 0, NULL, e) ||
-	    read_target(t, p->scratch, &ctid, sizeof(ctid), e))
-		return -1;
-	rec->clear_child_tid = ctid;
-	/* glibc keeps the TID there, musl a lock word: write it back only if cached. */
-	if (ctid && !read_target(t, ctid, &cached, sizeof(cached), e) &&
-	    cached == t->tids[i])
-		rec->ctid_mode = IBCR_CTID_CACHE;
-	return 0;
-}
-
-static int read_process_bits(struct target *t, struct park *p, struct ibcr_err *e)
-{
-	long brk;
+	long brk, dumpable;
 
 	for (int w = 0; w < 3; w++) {
 		int64_t it[4];
 
-		if (inject(p, SYS_getitimer, (uint64_t)w, p->scratch, 0, 0, NULL, e) ||
-		    read_target(t, p->scratch, it, sizeof(it), e))
+		if (inject(t, 0, SYS_getitimer, (uint64_t)w, scratch, 0, 0, NULL, e) ||
+		    read_target(t, scratch, it, sizeof(it), e))
 			return -1;
 		for (int k = 0; k < 4; k++)
 			t->ps.rec.itimer[w][k] = (uint64_t)it[k];
 	}
-	if (inject(p, SYS_brk, 0, 0, 0, 0, &brk, e))
+	if (inject(t, 0, SYS_brk, 0, 0, 0, 0, &brk, e))
 		return -1;
 	t->ps.rec.brk = (uint64_t)brk;
+	if (inject(t, 0, SYS_prctl, PR_GET_DUMPABLE, 0, 0, 0, &dumpable, e))
+		return -1;
+	if (dumpable < 0)
+		return ibcr_fail(e, "pid %d: PR_GET_DUMPABLE inside the process: %s",
+				 (int)t->pid, strerror((int)-dumpable));
+	t->ps.priv.hdr.dumpable = (uint32_t)dumpable;
 	return 0;
 }
 
-/* Thread i parked, what it alone can tell read, and let go. */
-static int read_through(struct target *t, uint32_t i, struct ibcr_err *e)
+/* Every thread parked, or none (a failure puts back those that were). */
+static int park_all(struct target *t, struct ibcr_err *e)
 {
-	struct ibcr_err e2 = { "" };
-	struct park p;
-	int rc;
+	t->parks = xcalloc(t->nthreads, sizeof(*t->parks));
+	for (uint32_t i = 0; i < t->nthreads; i++)
+		if (park_thread(t, t->tids[i], &t->parks[i], e)) {
+			struct ibcr_err ignored;
 
-	if (park_thread(t, t->tids[i], &p, e))
-		return -1;
-	rc = (i == 0 && (read_sigactions(t, &p, e) || read_process_bits(t, &p, e))) ||
-	     read_thread_bits(t, i, &p, e) ? -1 : 0;
-	/* put back even on failure: the process must not keep our state */
-	if (park_release(&p, &e2) && !rc) {
-		*e = e2;
-		rc = -1;
+			while (i-- > 0)
+				park_release(&t->parks[i], &ignored);
+			free(t->parks);
+			t->parks = NULL;
+			return -1;
+		}
+	return 0;
+}
+
+/* Put back even on failure: the process must not keep our state. */
+static int unpark_all(struct target *t, int rc, struct ibcr_err *e)
+{
+	for (uint32_t i = t->nthreads; i-- > 0; ) {
+		struct ibcr_err e2 = { "" };
+
+		if (park_release(&t->parks[i], &e2) && !rc) {
+			*e = e2;
+			rc = -1;
+		}
 	}
+	free(t->parks);
+	t->parks = NULL;
 	return rc;
 }
 
 int capture_injected(struct target *t, struct ibcr_err *e)
 {
-	for (uint32_t i = 0; i < t->nthreads; i++)
-		if (read_through(t, i, e))
-			return -1;
-	return 0;
+	uint64_t scratch;
+	int rc;
+
+	if (park_all(t, e))
+		return -1;
+	scratch = t->parks[0].scratch;	/* thread 0's, for the process-wide calls */
+	/* injectall.c: in every thread at once */
+	rc = read_sigactions_all(t, e) || read_process_bits(t, scratch, e) ||
+	     read_threads_all(t, e) || capture_attrs(t, scratch, e) ? -1 : 0;
+	return unpark_all(t, rc, e);
 }

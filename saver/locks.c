@@ -2,8 +2,10 @@
 /*
  * File locks, as /proc/PID/fdinfo shows them on the descriptor that set
  * them ("lock:" lines, the /proc/locks format): POSIX record locks (the
- * process's), flock and OFD locks (the open file description's). Leases
- * and mandatory locks cannot be taken back and fail the checkpoint.
+ * process's), flock and OFD locks (the open file description's). An
+ * active lease is the description's attribute (fdattrs.c); a lease being
+ * broken and mandatory locks cannot be taken back and fail the
+ * checkpoint.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +24,8 @@ static int parse(const char *line, struct ibcr_lock *l)
 	if (sscanf(line, "%*d: %15s %15s %15s %*d %*s %llu %31s", kind, mode, rw, &start,
 		   end) != 5)
 		return -1;
+	if (!strcmp(kind, "LEASE") && !strcmp(mode, "ACTIVE"))
+		return 1;	/* F_GETLEASE tells it: fdattrs.c */
 	if (strcmp(mode, "ADVISORY"))
 		return -1;
 	if (!strcmp(kind, "POSIX"))
@@ -50,10 +54,11 @@ int capture_locks(struct target *t, struct ibcr_err *e)
 			return -1;
 		for (line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 			struct ibcr_lock l = { .fd = ps->fds[i].fd };
+			int rc;
 
-			if (strncmp(line, "lock:", 5))
+			if (strncmp(line, "lock:", 5) || (rc = parse(line + 5, &l)) > 0)
 				continue;
-			if (parse(line + 5, &l)) {
+			if (rc) {
 				free(s);
 				return ibcr_fail(e, "pid %d fd %d: lock%s: not supported",
 						 (int)t->pid, ps->fds[i].fd, line + 5);

@@ -15,8 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
+#include "external.h"
 #include "guard.h"
 #include "options.h"
 #include "outpath.h"
@@ -30,16 +32,20 @@
 /* Everything is read before anything is written: errors come early. */
 static int capture(struct target *t, struct fobjs *objs, struct ibcr_err *e)
 {
+	int sig;
+
 	pt_stop_signals_seen();
-	if (capture_regs(t, e) || capture_injected(t, e) ||
+	pt_group_stop_signal();
+	if (capture_regs(t, e) || capture_creds(t, e) || capture_injected(t, e) ||
 	    capture_threads(t, e) || capture_procinfo(t, e) || capture_files(t, objs, e) ||
 	    capture_locks(t, e) ||
 	    capture_memory_map(t, e))
 		return -1;
 	if (pt_stop_signals_seen())
 		t->stopped = 1;	/* a stop signal was on its way in */
-	if (t->stopped)
-		t->ps.rec.flags |= IBCR_PROCF_STOPPED;
+	if ((sig = pt_group_stop_signal()))
+		t->stop_sig = sig;
+	attrs_stop_state(t);
 	return 0;
 }
 
@@ -57,12 +63,24 @@ static int write_meta(struct img_writer *w, uint32_t idx, struct target *t,
 		rc = imgw_section(w, IBCR_SEC_THREAD, idx, NULL, b.p, b.len, e);
 	}
 	if (!rc)
+		rc = write_creds(t, idx, w, e);
+	if (!rc)
 		rc = imgw_section(w, IBCR_SEC_SIGACT, idx, NULL, t->ps.sigact,
 				  sizeof(t->ps.sigact), e);
 	if (!rc) {
 		b.len = 0;
 		enc_files(&b, &t->ps);
 		rc = imgw_section(w, IBCR_SEC_FILES, idx, NULL, b.p, b.len, e);
+	}
+	if (!rc) {
+		b.len = 0;
+		enc_pattrs(&b, &t->ps);
+		rc = imgw_section(w, IBCR_SEC_PATTRS, idx, NULL, b.p, b.len, e);
+	}
+	if (!rc) {
+		b.len = 0;
+		enc_tattrs(&b, &t->ps);
+		rc = imgw_section(w, IBCR_SEC_TATTRS, idx, NULL, b.p, b.len, e);
 	}
 	buf_free(&b);
 	return rc;
@@ -92,20 +110,27 @@ static int write_sysv(struct img_writer *w, const struct ibcr_sysv *sysv,
 }
 
 static int write_image(const char *out, struct target *t, uint32_t n,
-		       const struct fobjs *objs, const struct ibcr_sysv *sysv,
+		       struct fobjs *objs, const struct ibcr_sysv *sysv,
 		       const struct ibcr_sysvipc *ipc, const struct image_opt *c,
 		       uint64_t *direct_bytes, struct ibcr_err *e)
 {
 	struct img_writer w;
 	struct buf b = { 0 };
 	int want = c->io == IO_DIRECT || (c->io == IO_AUTO && image_direct(t, n));
+	struct backing_opt bo = { c->self_contained, c->codec, c->level, &objs->f };
 
-	if (imgw_open(&w, out, ibcr_host_arch(), n, want ? IMGW_DIRECT : 0, e))
+	if (imgw_open(&w, out, ibcr_host_arch(), n, (want ? IMGW_DIRECT : 0) |
+		      (c->self_contained ? IMGW_SELF_CONTAINED : 0), e))
 		return -1;
 	enc_fileobjs(&b, &objs->f);
-	if (imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p, b.len, e))
+	if (imgw_section(&w, IBCR_SEC_FILEOBJS, IBCR_PROC_NONE, NULL, b.p, b.len, e) ||
+	    filedata_write(&w, objs, e) ||
+	    (objs->f.nobjs && imgw_section(&w, IBCR_SEC_FILEATTRS, IBCR_PROC_NONE, NULL,
+					  objs->f.attrs, sizeof(*objs->f.attrs) * objs->f.nobjs,
+					  e)))
 		goto fail;
-	if (write_sysv(&w, sysv, ipc, e))
+	if (write_sysv(&w, sysv, ipc, e) || vdso_write_section(t, n, &w, e) ||
+	    backing_write(&w, t, n, &bo, e))
 		goto fail;
 	for (uint32_t i = 0; i < n; i++) {
 		b.len = 0;
@@ -121,6 +146,7 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 		snapshot_kill(&t[i]);
 		enc_vmas(&b, &t[i].ps);
 		if (imgw_section(&w, IBCR_SEC_VMAS, i, NULL, b.p, b.len, e) ||
+		    cow_write_section(&t[i], i, &w, e) ||
 		    verbs_write_section(&t[i], i, &w, e))
 			goto fail;
 	}
@@ -161,9 +187,8 @@ static void release_all(struct target *t, uint32_t n, int how)
  */
 static int snapshot_all(struct target *t, uint32_t n, struct ibcr_err *e)
 {
-	for (uint32_t i = 0; i < n; i++)
-		if (!t[i].zombie && snapshot_create(&t[i], e))
-			return -1;
+	if (snapshot_create_all(t, n, e))
+		return -1;
 	for (uint32_t i = 0; i < n; i++)
 		if (!t[i].zombie && !t[i].mem_pid)
 			return 0;
@@ -211,6 +236,8 @@ static void print_stats(const struct stats *s, struct target *t, uint32_t n,
 struct run {
 	struct target *t;
 	uint32_t n;
+	struct target *pre;	/* --tree: the shims quiesced before the stop */
+	uint32_t npre;
 	struct fobjs objs;
 	struct ibcr_sysv sysv;
 	struct ibcr_sysvipc ipc;
@@ -218,8 +245,8 @@ struct run {
 	int released;		/* let go already (they run on the snapshot) */
 };
 
-/* Checks every process, quiesces verbs users, stops them all. */
-static int stop_all(const struct saver_opts *o, struct run *r, struct ibcr_err *e)
+/* While they run: checks, verbs quiesced, what costs time read ahead. */
+static int before_freeze(const struct saver_opts *o, struct run *r, struct ibcr_err *e)
 {
 	int rc = 0;
 
@@ -230,27 +257,53 @@ static int stop_all(const struct saver_opts *o, struct run *r, struct ibcr_err *
 		r->t[i].pid = o->pids[i];
 	}
 	for (uint32_t i = 0; i < r->n && !rc; i++)
-		rc = target_check(r->t[i].pid, e) || verbs_find(&r->t[i], e) ? -1 : 0;
-	/* Verbs users quiesce themselves first, while they still run. */
+		rc = target_check(r->t[i].pid, e) || (!o->tree && verbs_find(&r->t[i], e)) ? -1 : 0;
+	/* with --tree: the shim processes below, found while they run */
+	if (!rc && o->tree)
+		rc = verbs_tree_find(r->t, r->n, &r->pre, &r->npre, e);
+	/* Verbs users quiesce themselves first, while they still run: no
+	 * signaled send outstanding anywhere (every node) before any drain. */
 	if (!rc)
-		rc = verbs_quiesce(r->t, r->n, e);
+		rc = o->tree ? verbs_quiesce_sends(r->pre, r->npre, e) :
+			       verbs_quiesce_sends(r->t, r->n, e);
+	if (!rc)
+		rc = coord_barrier("sends", e);
+	if (!rc)
+		rc = o->tree ? verbs_quiesce_drain(r->pre, r->npre, e) :
+			       verbs_quiesce_drain(r->t, r->n, e);
 	/* smaps walks every page: read it now, while they still run */
 	for (uint32_t i = 0; i < r->n && !rc && !o->tree && o->how == RELEASE_RUN &&
 	     o->snapshots; i++)
 		vmflags_preread(&r->t[i]);
+	/* the mapped files' digests too: time they would cost in the freeze */
+	for (uint32_t i = 0; i < r->n && !rc; i++)
+		backing_prehash(r->t[i].pid);
+	if (!rc && o->tree && o->how == RELEASE_RUN && o->snapshots)
+		tree_preread(r->t, r->n);
 	/* the parking gadget is in their code, which does not change: look now */
 	for (uint32_t i = 0; i < r->n && !rc; i++) {
 		struct ibcr_err later;	/* looked for again in the freeze */
 
 		park_prepare(&r->t[i], &later);
 	}
+	return rc;
+}
+
+/* All are stopped before any is read: one consistent point in time. */
+static int stop_all(const struct saver_opts *o, struct run *r, struct ibcr_err *e)
+{
+	int rc = 0;
+
 	r->s.frozen = now_ms();
-	/* All are stopped before any is read: one consistent point in time. */
-	if (o->tree && !rc)
+	if (o->tree)
 		rc = tree_seize(&r->t, &r->n, e);
+	if (o->tree && !rc)
+		tree_adopt_preread(r->t, r->n);
 	for (uint32_t i = 0; i < r->n && !rc && !o->tree; i++)
 		rc = target_seize(&r->t[i], e);
 	r->s.seized = now_ms();
+	if (!rc)
+		rc = verbs_after_seize(r->t, r->n, r->pre, r->npre, e);
 	return rc;
 }
 
@@ -264,7 +317,13 @@ static int capture_all(const struct saver_opts *o, struct run *r, struct ibcr_er
 	for (uint32_t i = 0; i < r->n && !rc; i++)
 		rc = r->t[i].zombie ? 0 : capture(&r->t[i], &r->objs, e);
 	if (!rc)
+		rc = attrs_check_tree(r->t, r->n, e);
+	if (!rc)
 		shm_join_named(r->t, r->n);
+	if (!rc)
+		rc = cow_find(r->t, r->n, e);
+	if (!rc)
+		shm_decide_refs(r->t, r->n);
 	if (!rc)
 		rc = files_finish(r->t, r->n, &r->objs, e);
 	if (!rc)
@@ -280,7 +339,8 @@ static int snapshot_release(const struct saver_opts *o, struct run *r, struct ib
 {
 	int rc;
 
-	if (o->how != RELEASE_RUN || !o->snapshots)
+	/* files read while writing must not change: no snapshot then */
+	if (o->how != RELEASE_RUN || !o->snapshots || r->objs.keep_stopped)
 		return 0;
 	rc = snapshot_all(r->t, r->n, e);
 	r->released = rc == 1;
@@ -308,6 +368,28 @@ static uint64_t pages_expected(const struct run *r)
 	return sum;
 }
 
+static int write_all(const struct saver_opts *o, const char *image, struct run *r,
+		     struct ibcr_err *e)
+{
+	struct progress pg;
+	int rc = 0;
+
+	for (uint32_t i = 0; i < r->n && !rc; i++)
+		rc = r->t[i].zombie ? 0 : vmflags_verify(&r->t[i], e);
+	if (rc)
+		return rc;
+	progress_start(&pg, "saver", "saved", pages_expected(r), pages_put, NULL, o->progress);
+	rc = write_image(image, r->t, r->n, &r->objs, &r->sysv, &r->ipc, &o->comp,
+			 &r->s.direct_bytes, e);
+	progress_end(&pg);
+	/* every node's image complete before any process is killed */
+	if (!rc && coord_barrier("written", e)) {
+		rc = -1;
+		unlink(image);	/* not one image of an incomplete set */
+	}
+	return rc;
+}
+
 /* One checkpoint into image: 0, or 1 with the reason said. */
 static int checkpoint(const struct saver_opts *o, const char *image)
 {
@@ -315,37 +397,35 @@ static int checkpoint(const struct saver_opts *o, const char *image)
 	struct ibcr_err e = { "" };
 	int how = o->how, rc;
 
+	if (o->ext)
+		r.objs = *o->ext;	/* --external-fd's rules */
 	r.objs.tcp_close = o->tcp_close;
 	guard_start(image);	/* before anything is attached */
-	rc = stop_all(o, &r, &e);
+	rc = before_freeze(o, &r, &e);
+	if (!rc)
+		rc = stop_all(o, &r, &e);
 	if (!rc)
 		rc = capture_all(o, &r, &e);
 	if (!rc)
 		rc = snapshot_release(o, &r, &e);
 	r.s.released = now_ms();
-	for (uint32_t i = 0; i < r.n && !rc; i++)
-		rc = r.t[i].zombie ? 0 : vmflags_verify(&r.t[i], &e);
-	if (!rc) {
-		struct progress pg;
-
-		progress_start(&pg, "saver", "saved", pages_expected(&r), pages_put, NULL,
-			       o->progress);
-		rc = write_image(image, r.t, r.n, &r.objs, &r.sysv, &r.ipc, &o->comp,
-				 &r.s.direct_bytes, &e);
-		progress_end(&pg);
-	}
+	if (!rc)
+		rc = write_all(o, image, &r, &e);
 	r.s.written = now_ms();
 	for (uint32_t i = 0; i < r.n; i++)
 		snapshot_destroy(&r.t[i]);
+	filedata_free(&r.objs);
 	if (rc) {
 		explain_exited(r.t, r.n, &e);
 		fprintf(stderr, "saver: %s\n", e.msg);
 		how = RELEASE_RUN;	/* never kill what we could not save */
+		coord_abort(e.msg);	/* nor let the job's other nodes */
 	}
 	if (!r.released) {
 		r.s.released = now_ms();
 		release_all(r.t, r.n, how);
 	}
+	verbs_release(r.pre, r.npre);	/* quiesced but never adopted (a failure) */
 	if (how == RELEASE_KILL)	/* their pids free for a restore at once */
 		wait_gone(r.t, r.n);
 	guard_end();

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "external.h"
 #include "image.h"
 #include "options.h"
 #include "saver.h"
@@ -19,6 +20,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: saver [-t] [-k | -s] [--compress[=CODEC[:LEVEL]]] [--direct | --cached]\n"
 		   "             [--no-snapshot] [--tcp-close] [--sysv-ipc=used|all]\n"
+		   "             [--external-fd [PID:]FD:ACTION]... [--self-contained] [--barrier CMD]\n"
 		   "             [--stats[=text|json]] [--progress | --no-progress]\n"
 		   "             [--interval SECONDS] [--keep N] -o IMAGE PID...\n"
 		   "       saver --version | --help\n"
@@ -27,6 +29,14 @@ static void usage(FILE *f)
 		   "  -k, --kill          kill the processes once the image is complete\n"
 		   "  -s, --stop          leave them stopped (SIGSTOP) instead of running\n"
 		   "      --tcp-close     give up established TCP connections (restored broken)\n"
+		   "      --external-fd [PID:]FD:close|null|inherit|tty\n"
+		   "                      what the restore puts at FD, which leads outside the\n"
+		   "                      image (of process PID, or of every one): nothing,\n"
+		   "                      /dev/null, restart-loader's own FD, or its terminal\n"
+		   "      --self-contained\n"
+		   "                      carry every mapped and open regular file in the image\n"
+		   "      --barrier CMD   one checkpoint of a job over several savers: run\n"
+		   "                      'CMD PHASE' where every node must be (docs/cli.md)\n"
 		   "      --sysv-ipc=used|all\n"
 		   "                      SysV semaphore sets and queues to save: those the\n"
 		   "                      processes used last (default), or all they may use\n"
@@ -123,6 +133,15 @@ static int parse_one(int c, struct saver_opts *o)
 	case 'N': o->snapshots = 0; break;
 	case 't': o->tree = 1; break;
 	case 'T': o->tcp_close = 1; break;
+	case 'X':
+		if (!o->ext)
+			o->ext = xcalloc(1, sizeof(*o->ext));
+		if (external_parse(optarg, o->ext))
+			return bad("--external-fd=%s: expected [PID:]FD:ACTION, ACTION close, "
+				   "null, inherit or tty", optarg);
+		break;
+	case 'B': coord_init(optarg); break;
+	case 'E': o->comp.self_contained = 1; break;
 	case 'I':
 		if (strcmp(optarg, "used") && strcmp(optarg, "all"))
 			return bad("--sysv-ipc=%s: expected used or all", optarg);
@@ -178,6 +197,9 @@ int saver_parse(int argc, char **argv, struct saver_opts *o)
 		{ "cached", no_argument, NULL, 'C' },
 		{ "tree", no_argument, NULL, 't' },
 		{ "tcp-close", no_argument, NULL, 'T' },
+		{ "external-fd", required_argument, NULL, 'X' },
+		{ "self-contained", no_argument, NULL, 'E' },
+		{ "barrier", required_argument, NULL, 'B' },
 		{ "sysv-ipc", required_argument, NULL, 'I' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "keep", required_argument, NULL, 'K' },
@@ -188,7 +210,7 @@ int saver_parse(int argc, char **argv, struct saver_opts *o)
 	int c, rc;
 
 	*o = (struct saver_opts){ .how = RELEASE_RUN, .snapshots = 1, .progress = -1,
-				  .comp = { IBCR_CODEC_RAW, 0, IO_AUTO } };
+				  .comp = { IBCR_CODEC_RAW, 0, IO_AUTO, 0 } };
 	while ((c = getopt_long(argc, argv, "o:kstVh", opts, NULL)) != -1)
 		if ((rc = parse_one(c, o)) >= 0)
 			return rc;

@@ -9,7 +9,10 @@
 struct image_opt {
 	int codec, level;
 	enum { IO_AUTO, IO_DIRECT, IO_CACHED } io;
+	int self_contained;	/* --self-contained */
 };
+
+struct fobjs;
 
 enum { STATS_OFF, STATS_TEXT, STATS_JSON };
 
@@ -24,6 +27,7 @@ struct saver_opts {
 	struct image_opt comp;
 	unsigned interval;	/* --interval: seconds between checkpoints, 0 once */
 	unsigned keep;		/* --keep: numbered images, the newest N kept */
+	struct fobjs *ext;	/* --external-fd's rules, or NULL */
 	pid_t *pids;
 	uint32_t npids;
 };

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -273,18 +274,18 @@ static __attribute__((unused)) void die_point(void)
 		kill(getpid(), SIGKILL);
 }
 
-int park_call(struct park *p, long nr, const uint64_t a[6], long *ret,
-	      unsigned long *event, struct ibcr_err *e)
+int park_begin(struct park *p, long nr, const uint64_t a[6], struct ibcr_err *e)
 {
+	p->nr = nr;
 	if (!p->safe)
-		return pt_inject_syscall_ev(p->tid, p->insn, nr, a, ret, event, e);
+		return pt_inject_begin(p->tid, p->insn, nr, a, &p->in, e);
 #if ARCH_HAS_PARK
 	struct arch_gpregs r;
 	int entry;
 	long v;
 
 	die_point();
-	if (pt_syscall_stop(p->tid, &entry, &v, event, e))
+	if (pt_syscall_stop(p->tid, &entry, &v, NULL, e))
 		return -1;
 	if (!entry || v != ARCH_NR_SIGRETURN)
 		return ibcr_fail(e, "thread %d: the parked thread did not enter its "
@@ -295,16 +296,37 @@ int park_call(struct park *p, long nr, const uint64_t a[6], long *ret,
 	if (pt_setregs(p->tid, &r, e))
 		return -1;
 	die_point();
-	if (pt_syscall_stop(p->tid, &entry, &v, event, e))
-		return -1;
-	die_point();
-	if (entry)
-		return ibcr_fail(e, "thread %d: injected syscall %ld did not finish", p->tid, nr);
-	*ret = v;
+	if (ptrace(PTRACE_SYSCALL, p->tid, NULL, NULL))
+		return ibcr_fail_errno(e, errno, "thread %d: PTRACE_SYSCALL", p->tid);
 	return 0;
 #else
 	return ibcr_fail(e, "thread %d: parked on an architecture without parking", p->tid);
 #endif
+}
+
+int park_end(struct park *p, long *ret, unsigned long *event, struct ibcr_err *e)
+{
+	int entry;
+	long v;
+
+	if (!p->safe)
+		return pt_inject_end(&p->in, ret, event, e);
+	if (pt_wait_syscall_stop(p->tid, &entry, &v, event, e))
+		return -1;
+	die_point();
+	if (entry)
+		return ibcr_fail(e, "thread %d: injected syscall %ld did not finish", p->tid,
+				 p->nr);
+	*ret = v;
+	return 0;
+}
+
+int park_call(struct park *p, long nr, const uint64_t a[6], long *ret,
+	      unsigned long *event, struct ibcr_err *e)
+{
+	if (park_begin(p, nr, a, e))
+		return -1;
+	return park_end(p, ret, event, e);
 }
 
 int park_release(struct park *p, struct ibcr_err *e)

@@ -8,6 +8,7 @@
 
 #include "arch.h"
 #include "err.h"
+#include "ptrace_util.h"
 
 struct target;
 
@@ -39,12 +40,21 @@ struct park {
 	uint8_t *saved;		/* their contents before */
 	uint64_t scratch;	/* 256 bytes for the calls' results */
 	uint64_t exit_frame;	/* a frame that exits: a copy's stack (clone) */
+	long nr;		/* the call begun */
+	struct pt_injection in;	/* not safe: the old way's state */
 };
 
 /* Finds the gadget and a syscall instruction of t (while it runs, if it may). */
 int park_prepare(struct target *t, struct ibcr_err *e);
 /* Parks thread tid of t, stopped by us; then park_call, then park_release. */
 int park_thread(struct target *t, pid_t tid, struct park *p, struct ibcr_err *e);
+/*
+ * The same in two halves, so that many threads (of many processes) run
+ * their calls at once: begin leaves the thread inside the call, end
+ * waits for its return. Every begin that succeeded must be ended.
+ */
+int park_begin(struct park *p, long nr, const uint64_t a[6], struct ibcr_err *e);
+int park_end(struct park *p, long *ret, unsigned long *event, struct ibcr_err *e);
 /* Runs system call nr in the parked thread; the message of an event stop in *event. */
 int park_call(struct park *p, long nr, const uint64_t a[6], long *ret,
 	      unsigned long *event, struct ibcr_err *e);

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* Process-wide state from /proc and prlimit: ids, mm fields, limits. */
+/* Process-wide state from /proc: ids, mm fields, limits. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,6 +37,8 @@ static int read_stat(struct target *t, struct ibcr_err *e)
 	r->ppid = (int32_t)f[4];
 	r->pgid = (int32_t)f[5];
 	r->sid = (int32_t)f[6];
+	t->tty_nr = (uint32_t)f[7];
+	t->tpgid = (int32_t)f[8];
 	r->start_code = f[26];
 	r->end_code = f[27];
 	r->start_stack = f[28];
@@ -72,8 +73,6 @@ static int read_status(struct target *t, struct ibcr_err *e)
 			parse_ids(line + 4, r->uid);
 		else if (!strncmp(line, "Gid:", 4))
 			parse_ids(line + 4, r->gid);
-		else if (!strncmp(line, "Seccomp:", 8) && atoi(line + 8) != 0)
-			r->flags |= IBCR_PROCF_SECCOMP;
 		else if (!strncmp(line, "Groups:", 7)) {
 			char *p = line + 7, *end;
 
@@ -161,16 +160,7 @@ static int read_misc(struct target *t, struct ibcr_err *e)
 	s[strcspn(s, "\n")] = 0;
 	strncpy(r->comm, s, sizeof(r->comm) - 1);
 	free(s);
-	for (int i = 0; i < IBCR_RLIM_NLIMITS; i++) {
-		struct rlimit rl;
-
-		if (prlimit(t->pid, i, NULL, &rl))
-			return ibcr_fail_errno(e, errno, "pid %d: reading resource limit %d",
-					       (int)t->pid, i);
-		r->rlim[i][0] = rl.rlim_cur;
-		r->rlim[i][1] = rl.rlim_max;
-	}
-	return 0;
+	return read_limits(t->pid, r->rlim, e);
 }
 
 /* POSIX timers live in the kernel only; not restorable yet: refuse. */
@@ -217,8 +207,5 @@ int capture_procinfo(struct target *t, struct ibcr_err *e)
 		return -1;
 	if (!t->tree)
 		warn_children(t);
-	if (t->ps.rec.flags & IBCR_PROCF_SECCOMP)
-		fprintf(stderr, "saver: warning: pid %d has a seccomp filter; it will "
-			"not be restored\n", (int)t->pid);
 	return 0;
 }

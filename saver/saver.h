@@ -22,18 +22,42 @@ struct target {
 	int zombie;		/* exited, not reaped: only its record is saved */
 	int tree;		/* saved with its descendants (--tree) */
 	int stopped;		/* stopped by job control: saved, and left, so */
+	int stop_sig;		/* the signal that stopped it, when known */
 	uint64_t syscall_insn;	/* a syscall instruction in its [vdso] */
 	uint64_t sigreturn_gadget;	/* park.c: rt_sigreturn in its code, or 0 */
 	int park_ready;		/* park.c: both looked for */
+	struct park *parks;	/* per thread, while calls are injected (inject.c) */
 	int memfd;		/* /proc/PID/mem (of mem_pid when set) */
 	pid_t mem_pid;		/* the copy-on-write snapshot memory is read from */
 	uint64_t verbs_addr;	/* the verbs shim's control object, or 0 */
-	struct ibcr_verbs_control *verbs;	/* its copy once quiesced */
+	struct ibcr_verbs_control *verbs;	/* its copy once quiesced; NULL: idle shim */
 	struct maps_entry *pre;	/* smaps read before the freeze (vmflags.c) */
 	size_t npre;
 	int vmflags_guessed;	/* vmas' flags from pre, to be verified */
 	uint32_t vmflags_fixed;	/* regions whose guessed flags were wrong */
+	unsigned long ptopts;	/* our ptrace options on it (creds.c: seccomp suspended) */
+	uint32_t tty_nr;	/* its controlling terminal (stat), 0: none */
+	int32_t tpgid;		/* that terminal's foreground group, or -1 */
+	uint8_t *vdso;		/* its [vdso]'s bytes (vdso_len), for a vdso proxy */
+	size_t vdso_len;
+	struct cow_map *cow;	/* regions sharing pages with the parent (cow.c) */
+	uint32_t ncow;
+	struct shm_copy *shmcopy;	/* shared memory copied in the freeze */
+	uint32_t nshmcopy;
 	struct ibcr_process_state ps;
+};
+
+/* shmsnap.c: a shared region's data as it was in the freeze */
+struct shm_copy {
+	uint32_t vma;
+	uint8_t *buf;		/* the region's bytes, from its start */
+	uint64_t *bits;		/* pages that held data */
+};
+
+/* cow.c: region vma's pages that are its parent's region src's */
+struct cow_map {
+	uint32_t vma, src;
+	uint64_t *bits;		/* one bit a page of the region */
 };
 
 /* seize.c */
@@ -48,9 +72,28 @@ enum { RELEASE_RUN, RELEASE_STOP, RELEASE_KILL };
 
 /* tree.c: --tree, a process and its descendants, stopped top-down */
 int tree_seize(struct target **t, uint32_t *n, struct ibcr_err *e);
+int tree_add_children(struct target **t, uint32_t *n, pid_t pid, pid_t tid,
+		      struct ibcr_err *e);
 
 /* inject.c: state only the process itself can read */
 int capture_injected(struct target *t, struct ibcr_err *e);
+#define SCRATCH_SLOTS 128	/* calls of one round at most (injectall.c) */
+/* injectall.c: signal actions, and each thread's altstack and TID address */
+int read_sigactions_all(struct target *t, struct ibcr_err *e);
+int read_threads_all(struct target *t, struct ibcr_err *e);
+/* A system call run by thread i of t; *ret its result, or NULL: fail on error. */
+int inject_call(struct target *t, uint32_t thread, long nr, uint64_t a0, uint64_t a1,
+		uint64_t a2, uint64_t a3, long *ret, struct ibcr_err *e);
+
+/* attrs.c: process and thread attributes (PATTRS, TATTRS); scratch: parked bytes of t */
+int capture_attrs(struct target *t, uint64_t scratch, struct ibcr_err *e);
+/* Once captured: the stop state and the stop signals still queued. */
+void attrs_stop_state(struct target *t);
+/* Once all are captured: what the process tree cannot give back. */
+int attrs_check_tree(const struct target *t, uint32_t n, struct ibcr_err *e);
+
+/* rseq.c: a thread stopped inside an rseq critical section goes to its abort */
+int rseq_fixup(struct target *t, uint32_t i, struct ibcr_err *e);
 
 /* threads.c */
 int capture_regs(struct target *t, struct ibcr_err *e);
@@ -58,6 +101,20 @@ int capture_threads(struct target *t, struct ibcr_err *e);
 
 /* procinfo.c */
 int capture_procinfo(struct target *t, struct ibcr_err *e);
+/* limits.c: soft and hard resource limits, from /proc/PID/limits */
+int read_limits(pid_t pid, uint64_t rlim[IBCR_RLIM_NLIMITS][2], struct ibcr_err *e);
+
+/* creds.c: credentials and sandbox of every thread, before anything is injected */
+int capture_creds(struct target *t, struct ibcr_err *e);
+int write_creds(struct target *t, uint32_t proc, struct img_writer *w, struct ibcr_err *e);
+/* seccomp.c: every thread's filters into t->ps.priv */
+int capture_seccomp(struct target *t, struct ibcr_err *e);
+/* external.c: saver --external-fd [PID:]FD:ACTION (pid 0: every process) */
+struct ext_rule {
+	pid_t pid;
+	int fd;
+	uint32_t action;	/* enum ibcr_ext_action */
+};
 
 /* files.c: the image's open file descriptions, being collected */
 struct fobjs {
@@ -66,9 +123,19 @@ struct fobjs {
 	int *rep_fd;
 	uint32_t cap;
 	int tcp_close;		/* --tcp-close: give up established TCP */
+	struct ext_rule *ext;	/* --external-fd */
+	uint32_t next;
+	struct fdata *fdata;	/* per object: bytes of a deleted file or memfd */
+	uint64_t held_bytes;	/* of them, read in the freeze */
+	int keep_stopped;	/* some are read while writing: no snapshot */
 };
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e);
+/* A new object of pid's fd (or -1: of no descriptor), path link; its index. */
+uint32_t fobjs_add(struct fobjs *o, pid_t pid, int fd, const char *link);
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e);
+/* filedata.c: FILEDATA (the files' bytes), then the objects' FILEATTRS */
+int filedata_write(struct img_writer *w, struct fobjs *o, struct ibcr_err *e);
+void filedata_free(struct fobjs *o);
 
 /* memory.c */
 int capture_memory_map(struct target *t, struct ibcr_err *e);
@@ -80,22 +147,37 @@ void vmflags_preread(struct target *t);
 int vmflags_layout(struct target *t, struct maps_entry **m, size_t *n,
 		   struct ibcr_err *e);
 int vmflags_verify(struct target *t, struct ibcr_err *e);
+/* treepre.c: the same for a tree (--tree), taken by each member after its freeze */
+void tree_preread(const struct target *t, uint32_t n);
+void tree_adopt_preread(struct target *t, uint32_t n);
 /* direct.c: whether the image should go past the page cache (--direct) */
 int image_direct(const struct target *t, uint32_t n);
-/* Makes every mapping of a file saved as shared memory one (NAMED). */
+/* shmobj.c: makes every mapping of a file saved as shared memory one (NAMED). */
 void shm_join_named(struct target *t, uint32_t n);
 int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
 		 int codec, int level, struct ibcr_err *e);
 
 /* verbs.c: processes running with the verbs shim */
 int verbs_find(struct target *t, struct ibcr_err *e);
-int verbs_quiesce(struct target *t, uint32_t n, struct ibcr_err *e);
+int verbs_quiesce_sends(struct target *t, uint32_t n, struct ibcr_err *e);
+int verbs_quiesce_drain(struct target *t, uint32_t n, struct ibcr_err *e);
 void verbs_release(struct target *t, uint32_t n);
 /* A byte for the shim's helper; written in the freeze, it wakes a restore */
 void verbs_wake(struct target *t);
 int verbs_owns_fd(const struct target *t, int fd);
 int verbs_write_section(struct target *t, uint32_t proc, struct img_writer *w,
 			struct ibcr_err *e);
+/* verbstree.c: the shim processes below --tree roots, found while running */
+int verbs_tree_find(const struct target *roots, uint32_t nroots, struct target **pre,
+		    uint32_t *npre, struct ibcr_err *e);
+/* Once all are stopped: adopt what was quiesced, refuse verbs state that was not. */
+int verbs_after_seize(struct target *t, uint32_t n, struct target *pre, uint32_t npre,
+		      struct ibcr_err *e);
+
+/* coord.c: one checkpoint over several savers (--barrier CMD) */
+void coord_init(const char *cmd);
+int coord_barrier(const char *phase, struct ibcr_err *e);
+void coord_abort(const char *msg);
 
 /* sockets.c: every socket's final kind, state and queued bytes */
 int sockets_finish(struct fobjs *o, struct ibcr_err *e);
@@ -115,12 +197,42 @@ int sysv_capture(const struct target *t, uint32_t n, struct ibcr_sysv *out,
 int sysvipc_capture(const struct target *t, uint32_t n, int all, struct ibcr_sysvipc *out,
 		    struct ibcr_err *e);
 
+/* cow.c: pages shared copy-on-write with the parent, found while stopped */
+int cow_find(struct target *t, uint32_t n, struct ibcr_err *e);
+const uint64_t *cow_bits(const struct target *t, uint32_t vma);
+int cow_write_section(struct target *t, uint32_t proc, struct img_writer *w,
+		      struct ibcr_err *e);
+
+/* shmobj.c: which shared regions hold their object's data (before shm_copy_all) */
+void shm_decide_refs(struct target *t, uint32_t n);
+/* shmsnap.c: 0 copied, 1 no memory for it (no snapshot then), -1 error */
+int shm_copy_all(struct target *t, struct ibcr_err *e);
+/* Before the freeze: buffers for the shared memory of a layout read then */
+void shm_copy_reserve(const struct maps_entry *m, size_t n);
+const struct shm_copy *shm_copy_of(const struct target *t, uint32_t vma);
+void shm_copy_free(struct target *t, uint32_t vma);
+
 /* snapshot.c: a copy-on-write copy to write the image from */
-int snapshot_create(struct target *t, struct ibcr_err *e);
+int snapshot_create_all(struct target *t, uint32_t n, struct ibcr_err *e);
 void snapshot_kill(struct target *t);
 void snapshot_destroy(struct target *t);
 /* Makes t (running) reap child, a dead snapshot of it: one injected wait4 */
 void snapshot_reap(struct target *t, pid_t child);
+
+/* vdso.c: the saving kernel's [vdso] bytes, for a restore on another kernel */
+int vdso_write_section(const struct target *t, uint32_t n, struct img_writer *w,
+		       struct ibcr_err *e);
+
+/* backing.c: the files they map, with what a restore recognises them by */
+struct backing_opt {
+	int self_contained;	/* --self-contained: carry them, and open files */
+	int codec, level;	/* their contents' compression */
+	const struct ibcr_files *files;	/* the image's open files */
+};
+int backing_write(struct img_writer *w, const struct target *t, uint32_t n,
+		  const struct backing_opt *o, struct ibcr_err *e);
+/* before the freeze: digests of the files pid maps now */
+void backing_prehash(pid_t pid);
 
 /* util */
 int read_target(struct target *t, uint64_t addr, void *buf, size_t len,

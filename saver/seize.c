@@ -124,6 +124,8 @@ static int explain_eperm(pid_t pid, struct ibcr_err *e)
 			 (int)pid);
 }
 
+static int seize_new(struct target *t, struct ibcr_err *e);
+
 static int explain_seize_failure(pid_t pid, int err, struct ibcr_err *e)
 {
 	if ((err == ESRCH || err == EPERM) && explain_gone(pid, e))
@@ -148,8 +150,24 @@ void explain_exited(const struct target *t, uint32_t n, struct ibcr_err *e)
 	}
 }
 
-/* One pass over /proc/PID/task; returns how many threads were new. */
+/*
+ * One pass over /proc/PID/task; returns how many threads were new. Each
+ * new thread is seized and interrupted, and only then are they waited
+ * for, together: a busy thread stops only once it gets a CPU, and 24
+ * busy threads on 2 CPUs, waited for one by one, took seconds.
+ */
 static int seize_pass(struct target *t, struct ibcr_err *e)
+{
+	uint32_t first = t->nthreads;
+	int added = seize_new(t, e);
+
+	for (uint32_t i = first; added > 0 && i < t->nthreads; i++)
+		if (pt_interrupt_wait(t->tids[i], e))
+			return -1;
+	return added;
+}
+
+static int seize_new(struct target *t, struct ibcr_err *e)
 {
 	char path[64];
 	struct dirent *d;
@@ -176,7 +194,8 @@ static int seize_pass(struct target *t, struct ibcr_err *e)
 		t->tids[t->nthreads] = tid;
 		t->seized[t->nthreads] = 1;
 		t->nthreads++;
-		if (pt_interrupt(tid, e)) {
+		if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL)) {
+			ibcr_fail_errno(e, errno, "thread %d: PTRACE_INTERRUPT", (int)tid);
 			closedir(dir);
 			return -1;
 		}
@@ -249,6 +268,7 @@ int target_seize(struct target *t, struct ibcr_err *e)
 	t->tids[0] = t->pid;
 	t->seized[0] = 1;
 	t->nthreads = 1;
+	pt_group_stop_signal();
 	if (pt_interrupt(t->pid, e))
 		return -1;
 	do {
@@ -256,6 +276,10 @@ int target_seize(struct target *t, struct ibcr_err *e)
 		if (added < 0)
 			return -1;
 	} while (added);
+	/* in a group stop (also one a stop signal on its way in began): its signal */
+	t->stop_sig = pt_group_stop_signal();
+	if (t->stop_sig)
+		t->stopped = 1;
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)t->pid);
 	t->memfd = open(path, O_RDWR | O_CLOEXEC);
 	if (t->memfd < 0)
@@ -269,8 +293,10 @@ void target_release(struct target *t, int how)
 		return;
 	if (how == RELEASE_KILL && t->nthreads)
 		kill(t->pid, SIGKILL);
-	if (how == RELEASE_STOP || (how == RELEASE_RUN && t->stopped))
+	if (how == RELEASE_STOP)
 		kill(t->pid, SIGSTOP);
+	else if (how == RELEASE_RUN && t->stopped)	/* by its own stop signal */
+		kill(t->pid, t->stop_sig ? t->stop_sig : SIGSTOP);
 	for (uint32_t i = 0; i < t->nthreads; i++)
 		if (t->seized[i])
 			ptrace(PTRACE_DETACH, t->tids[i], NULL, NULL);

@@ -8,13 +8,15 @@
  * then kills it, and has the process reap it with one more injected call
  * (wait4 with __WALL), since a child without exit signal is never
  * announced to its parent. Regions that a fork does not copy faithfully
- * (MADV_DONTFORK, MADV_WIPEONFORK, and shared memory, which the process
- * writes on) make the saver write while frozen.
+ * (MADV_DONTFORK, MADV_WIPEONFORK) make the saver write while frozen;
+ * shared memory, which the process writes on, is copied before the
+ * fork (shmsnap.c).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -26,70 +28,59 @@
 #include "ptrace_util.h"
 #include "saver.h"
 
-/* Shared memory is no snapshot: the process writes on into it. */
+/* Shared memory is copied in the freeze instead (shmsnap.c). */
 static int forks_faithfully(const struct target *t)
 {
 	for (uint32_t i = 0; i < t->ps.nvmas; i++)
-		if ((t->ps.vmas[i].madv & (IBCR_MADV_DONTFORK | IBCR_MADV_WIPEONFORK)) ||
-		    t->ps.vmas[i].kind == IBCR_VMA_SHMEM)
+		if (t->ps.vmas[i].madv & (IBCR_MADV_DONTFORK | IBCR_MADV_WIPEONFORK))
 			return 0;
 	return 1;
 }
 
-/* Clone injected into the parked main thread; its child's pid in *child. */
-static int inject_clone(struct target *t, long *ret, unsigned long *child,
-			struct ibcr_err *e)
+/*
+ * Shared memory is copied, then the clone injected and left running
+ * (park_begin): every process of the image forks at once, which the
+ * kernel does in each one's own context, on every CPU (a fork copies the
+ * page tables: ~54 ms a GiB here), instead of one after the other.
+ * 1: begun; 0: no snapshot for this one; -1: error.
+ */
+static int fork_begin(struct target *t, struct park *p, struct ibcr_err *e)
 {
-	struct ibcr_err e2 = { "" };
-	struct park p;
-	int st, rc;
-
-	if (park_thread(t, t->pid, &p, e))
-		return -1;
-	{
-		/* flags 0: fork, no signal; its own stack: if let go, it exits */
-		const uint64_t a[6] = { 0, park_copy_sp(&p), 0, 0, 0, 0 };
-
-		guard_snapshot(t, 0);
-		rc = park_call(&p, SYS_clone, a, ret, child, e);
-	}
-	if (!rc && *ret > 0 && *child) {
-		guard_snapshot(t, (pid_t)*child);
-		while (waitpid((pid_t)*child, &st, __WALL) < 0 && errno == EINTR)
-			;	/* its first stop, before it ever runs */
-		/* if the saver dies, the copy must die too, never run on */
-		if (ptrace(PTRACE_SETOPTIONS, (pid_t)*child, 0,
-			   (void *)(long)(PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL)))
-			rc = ibcr_fail_errno(e, errno, "pid %d: PTRACE_SETOPTIONS on its "
-					     "snapshot %d", (int)t->pid, (int)*child);
-		/* the snapshot holds the memory of the checkpoint, not our frames */
-		if (!rc)
-			rc = park_restore_copy(&p, (pid_t)*child, e);
-	}
-	if (park_release(&p, &e2) && !rc) {
-		*e = e2;
-		rc = -1;
-	}
-	return rc;
-}
-
-/* Returns 0 with t->mem_pid set, or 0 without it when there is no snapshot. */
-int snapshot_create(struct target *t, struct ibcr_err *e)
-{
-	unsigned long child = 0;
-	char path[64];
-	long ret = 0;
+	uint64_t a[6] = { 0, 0, 0, 0, 0, 0 };	/* flags 0: fork, no signal */
 	int rc;
 
 	if (!forks_faithfully(t))
 		return 0;
-	if (ptrace(PTRACE_SETOPTIONS, t->pid, 0,
-		   (void *)(long)(PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE)))
+	rc = shm_copy_all(t, e);	/* the process writes on into shared memory */
+	if (rc)
+		return rc < 0 ? -1 : 0;
+	/* t->ptopts: our calls in it (and the clone) keep seccomp suspended */
+	if (ptrace(PTRACE_SETOPTIONS, t->pid, 0, (void *)(t->ptopts | PTRACE_O_TRACECLONE)))
 		return ibcr_fail_errno(e, errno, "pid %d: PTRACE_SETOPTIONS", (int)t->pid);
-	rc = inject_clone(t, &ret, &child, e);
-	ptrace(PTRACE_SETOPTIONS, t->pid, 0, (void *)(long)PTRACE_O_TRACESYSGOOD);
-	if (ret > 0 && child)
+	if (park_thread(t, t->pid, p, e))
+		return -1;
+	a[1] = park_copy_sp(p);	/* its own stack: let go, the copy exits at once */
+	guard_snapshot(t, 0);
+	if (park_begin(p, SYS_clone, a, e)) {
+		struct ibcr_err ignored;
+
+		park_release(p, &ignored);
+		return -1;
+	}
+	return 1;
+}
+
+static int fork_end(struct target *t, struct park *p, struct ibcr_err *e)
+{
+	unsigned long child = 0;
+	long ret = 0;
+	int rc = park_end(p, &ret, &child, e);
+
+	ptrace(PTRACE_SETOPTIONS, t->pid, 0, (void *)t->ptopts);
+	if (!rc && ret > 0 && child) {
+		guard_snapshot(t, (pid_t)child);
 		t->mem_pid = (pid_t)child;
+	}
 	if (rc)
 		return -1;
 	if (ret < 0 || !child) {
@@ -99,6 +90,25 @@ int snapshot_create(struct target *t, struct ibcr_err *e)
 			ret < 0 ? strerror((int)-ret) : "no child");
 		return 0;
 	}
+	return 0;
+}
+
+/* The snapshot, stopped before it ever runs, made to die with the saver. */
+static int adopt(struct target *t, const struct park *p, struct ibcr_err *e)
+{
+	char path[64];
+	int st;
+
+	while (waitpid(t->mem_pid, &st, __WALL) < 0 && errno == EINTR)
+		;	/* its first stop, before it ever runs */
+	/* if the saver dies, the copy must die too, never run on */
+	if (ptrace(PTRACE_SETOPTIONS, t->mem_pid, 0,
+		   (void *)(t->ptopts | PTRACE_O_EXITKILL)))
+		return ibcr_fail_errno(e, errno, "pid %d: PTRACE_SETOPTIONS on its snapshot %d",
+				       (int)t->pid, (int)t->mem_pid);
+	/* the snapshot holds the memory of the checkpoint, not our frames */
+	if (park_restore_copy(p, t->mem_pid, e))
+		return -1;
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)t->mem_pid);
 	close(t->memfd);
 	t->memfd = open(path, O_RDONLY | O_CLOEXEC);
@@ -108,10 +118,49 @@ int snapshot_create(struct target *t, struct ibcr_err *e)
 	return 0;
 }
 
+/* Sets t[i].mem_pid for each process that gets a snapshot; 0 or -1. */
+int snapshot_create_all(struct target *t, uint32_t n, struct ibcr_err *e)
+{
+	struct park *pk = calloc(n + 1, sizeof(*pk));
+	int *begun = calloc(n + 1, sizeof(*begun)), rc = 0;
+	struct ibcr_err later;	/* after a first error: not the one to report */
+
+	if (!pk || !begun) {
+		free(pk);
+		free(begun);
+		return ibcr_fail(e, "no memory for the snapshots");
+	}
+	/*
+	 * Last first: the children of a tree fork while the parent, which
+	 * usually holds the shared memory, is copied (it stays stopped).
+	 */
+	for (uint32_t i = n; i-- > 0 && !rc; ) {
+		int b = t[i].zombie ? 0 : fork_begin(&t[i], &pk[i], e);
+
+		begun[i] = b > 0;
+		rc = b < 0 ? -1 : 0;
+	}
+	/* every clone begun is ended, whatever failed meanwhile */
+	for (uint32_t i = 0; i < n; i++)
+		if (begun[i] && fork_end(&t[i], &pk[i], rc ? &later : e) && !rc)
+			rc = -1;
+	for (uint32_t i = 0; i < n; i++)
+		if (t[i].mem_pid && adopt(&t[i], &pk[i], rc ? &later : e) && !rc)
+			rc = -1;
+	/* and every parked main thread put back */
+	for (uint32_t i = 0; i < n; i++)
+		if (begun[i] && park_release(&pk[i], rc ? &later : e) && !rc)
+			rc = -1;
+	free(pk);
+	free(begun);
+	return rc;
+}
+
 /*
  * The process runs again here: stop only its main thread, for as long as
- * one wait4 takes. Its registers are rewound first, as at the checkpoint,
- * so a syscall it was in resumes instead of returning -ERESTARTSYS.
+ * one wait4 takes (parked: the saver may die meanwhile). Its registers are
+ * rewound first, as at the checkpoint, so a syscall it was in resumes
+ * instead of returning -ERESTARTSYS. The guardian does the same.
  */
 void snapshot_reap(struct target *t, pid_t child)
 {
@@ -121,7 +170,7 @@ void snapshot_reap(struct target *t, pid_t child)
 	struct park p;
 	long ret;
 
-	if (pt_seize(t->pid, PTRACE_O_TRACESYSGOOD, &e) || pt_interrupt(t->pid, &e))
+	if (pt_seize(t->pid, t->ptopts | PTRACE_O_TRACESYSGOOD, &e) || pt_interrupt(t->pid, &e))
 		goto out;
 	if (pt_getregs(t->pid, &r, &e) || (arch_rewind_syscall(&r) && pt_setregs(t->pid, &r, &e)))
 		goto out;

@@ -103,7 +103,7 @@ static int capture_one(struct target *t, uint32_t i, struct ibcr_err *e)
 		return -1;
 	rec->fpregs_size = (uint32_t)len;
 	if (pt_getsigmask(tid, &rec->sigmask, e) || read_comm(t->pid, tid, rec->comm, e) ||
-	    capture_rseq(tid, rec, e) || arch_capture_thread(tid, rec, e))
+	    arch_capture_thread(tid, rec, e))
 		return -1;
 	if (syscall(SYS_get_robust_list, tid, &rec->robust_list, &rec->robust_len))
 		return ibcr_fail_errno(e, errno, "thread %d: reading robust list", tid);
@@ -128,8 +128,8 @@ static int capture_one(struct target *t, uint32_t i, struct ibcr_err *e)
 }
 
 /*
- * Registers, normalised so that an interrupted syscall is re-executed,
- * and written back at once: the live process resumes from the same
+ * Registers, normalised so that an interrupted syscall is re-executed
+ * and an rseq critical section is aborted, and written back at once: the live process resumes from the same
  * state the image holds, whatever we inject meanwhile.
  */
 int capture_regs(struct target *t, struct ibcr_err *e)
@@ -149,6 +149,13 @@ int capture_regs(struct target *t, struct ibcr_err *e)
 		if (!arch_rewind_syscall(r))
 			ts->rec.syscall_nr = -1;
 		else if (pt_setregs(t->tids[i], r, e))
+			return -1;
+		/*
+		 * Before any injected call: its return to user space would make
+		 * the kernel drop a critical section the thread is stopped in
+		 * (rseq.c), and the thread resume in the middle of it.
+		 */
+		if (capture_rseq(t->tids[i], &ts->rec, e) || rseq_fixup(t, i, e))
 			return -1;
 	}
 	return 0;

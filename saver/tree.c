@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -63,6 +64,12 @@ static int zombie_record(struct target *t, int exit_code, struct ibcr_err *e)
 	t->ps.rec.flags = IBCR_PROCF_ZOMBIE;
 	t->ps.rec.exit_status = exit_code;
 	t->zombie = 1;
+	/* a restore makes the status again by dying the same way, without a core */
+	if (WIFSIGNALED(exit_code) && WCOREDUMP(exit_code))
+		return ibcr_fail(e, "pid %d: zombie (child of %d) died of signal %d and dumped "
+				 "core: a restore cannot make that exit status again without "
+				 "dumping core: not supported", (int)t->pid, ppid,
+				 WTERMSIG(exit_code));
 	t->ps.exe = xstrdup("");
 	t->ps.cwd = xstrdup("");
 	t->ps.cmdline = xstrdup("");
@@ -77,31 +84,38 @@ static int known(const struct target *t, uint32_t n, pid_t pid)
 	return 0;
 }
 
-/* Appends the children of t[i] that are not in the list yet. */
+/* Appends the children of pid's thread tid that are not in the list yet. */
+int tree_add_children(struct target **t, uint32_t *n, pid_t pid, pid_t tid,
+		      struct ibcr_err *e)
+{
+	char path[80], *s, *tok, *save = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)tid);
+	if (proc_read(path, &s, NULL, e))
+		return -1;
+	for (tok = strtok_r(s, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+		pid_t c = (pid_t)atoi(tok);
+
+		if (c <= 0 || known(*t, *n, c))
+			continue;
+		*t = xrealloc(*t, sizeof(**t) * (*n + 1));
+		memset(&(*t)[*n], 0, sizeof(**t));
+		(*t)[*n].pid = c;
+		(*t)[*n].memfd = -1;
+		(*n)++;
+	}
+	free(s);
+	return 0;
+}
+
+/* Appends the children of t[i] (every thread's) that are not in the list yet. */
 static int add_children(struct target **t, uint32_t *n, uint32_t i, struct ibcr_err *e)
 {
 	pid_t pid = (*t)[i].pid;
 
-	for (uint32_t k = 0; k < (*t)[i].nthreads; k++) {
-		char path[80], *s, *tok, *save = NULL;
-
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
-			 (int)(*t)[i].tids[k]);
-		if (proc_read(path, &s, NULL, e))
+	for (uint32_t k = 0; k < (*t)[i].nthreads; k++)
+		if (tree_add_children(t, n, pid, (*t)[i].tids[k], e))
 			return -1;
-		for (tok = strtok_r(s, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
-			pid_t c = (pid_t)atoi(tok);
-
-			if (c <= 0 || known(*t, *n, c))
-				continue;
-			*t = xrealloc(*t, sizeof(**t) * (*n + 1));
-			memset(&(*t)[*n], 0, sizeof(**t));
-			(*t)[*n].pid = c;
-			(*t)[*n].memfd = -1;
-			(*n)++;
-		}
-		free(s);
-	}
 	return 0;
 }
 

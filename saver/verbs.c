@@ -77,6 +77,15 @@ int verbs_find(struct target *t, struct ibcr_err *e)
 				 "(abi %u, size %u; this saver: %u, %zu)", (int)t->pid,
 				 t->verbs->abi, t->verbs->size, IBCR_VERBS_ABI,
 				 sizeof(*t->verbs));
+	/*
+	 * A shim that never opened a device (mpirun started with
+	 * ibcr-launch, a shell) has no helper to answer and no state: the
+	 * process is saved as any other; verbs_after_seize looks again.
+	 */
+	if (!t->verbs->ndevices && !t->verbs->nfds && t->verbs->state == IBCR_VSTATE_RUNNING) {
+		free(t->verbs);
+		t->verbs = NULL;
+	}
 	return 0;
 }
 
@@ -90,7 +99,7 @@ void verbs_wake(struct target *t)
 	int fd;
 
 	if (!t->verbs || t->verbs->wake_fd < 0)
-		return;
+		return;	/* no helper: nothing to wake */
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)t->pid, t->verbs->wake_fd);
 	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
@@ -125,7 +134,7 @@ static int wait_state(struct target *t, uint32_t n, int32_t want, struct ibcr_er
 	for (uint32_t i = 0; i < n; i++) {
 		int32_t st;
 
-		while (t[i].verbs_addr) {
+		while (t[i].verbs) {
 			if (rw(&t[i], offsetof(struct ibcr_verbs_control, state), &st,
 			       sizeof(st), 0, e))
 				return -1;
@@ -150,20 +159,25 @@ static int wait_state(struct target *t, uint32_t n, int32_t want, struct ibcr_er
 static int all_cmd(struct target *t, uint32_t n, int32_t cmd, struct ibcr_err *e)
 {
 	for (uint32_t i = 0; i < n; i++)
-		if (t[i].verbs_addr && send_cmd(&t[i], cmd, e))
+		if (t[i].verbs && send_cmd(&t[i], cmd, e))
 			return -1;
 	return 0;
 }
 
-int verbs_quiesce(struct target *t, uint32_t n, struct ibcr_err *e)
+/* Phase 1 in every process (and, with --barrier, on every node) first. */
+int verbs_quiesce_sends(struct target *t, uint32_t n, struct ibcr_err *e)
 {
-	if (all_cmd(t, n, IBCR_VCMD_QUIESCE_SENDS, e) ||
-	    wait_state(t, n, IBCR_VSTATE_SENDS_DONE, e) ||
-	    all_cmd(t, n, IBCR_VCMD_QUIESCE_DRAIN, e) ||
+	return all_cmd(t, n, IBCR_VCMD_QUIESCE_SENDS, e) ||
+	       wait_state(t, n, IBCR_VSTATE_SENDS_DONE, e) ? -1 : 0;
+}
+
+int verbs_quiesce_drain(struct target *t, uint32_t n, struct ibcr_err *e)
+{
+	if (all_cmd(t, n, IBCR_VCMD_QUIESCE_DRAIN, e) ||
 	    wait_state(t, n, IBCR_VSTATE_QUIESCED, e))
 		return -1;
 	for (uint32_t i = 0; i < n; i++)
-		if (t[i].verbs_addr && rw(&t[i], 0, t[i].verbs, sizeof(*t[i].verbs), 0, e))
+		if (t[i].verbs && rw(&t[i], 0, t[i].verbs, sizeof(*t[i].verbs), 0, e))
 			return -1;
 	return 0;
 }

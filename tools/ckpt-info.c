@@ -13,16 +13,17 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
-
-#include <getopt.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "compress.h"
 #include "ibcr_verbs_abi.h"
+#include "filedata.h"
 #include "image_io.h"
 #include "info.h"
 #include "progress.h"
@@ -51,7 +52,10 @@ const char *info_vma_kind(const struct ibcr_vma *v)
 		return (v->flags & IBCR_VMAF_HEAP) ? "heap" :
 		       (v->flags & IBCR_VMAF_STACK) ? "stack" :
 		       (v->flags & IBCR_VMAF_DELETED) ? "anon(copy)" : "anon";
-	case IBCR_VMA_FILE: return (v->flags & IBCR_VMAF_SHARED) ? "file-shared" : "file";
+	case IBCR_VMA_FILE:
+		if (v->flags & IBCR_VMAF_OBJFILE)
+			return (v->flags & IBCR_VMAF_SHARED) ? "objfile-shared" : "objfile";
+		return (v->flags & IBCR_VMAF_SHARED) ? "file-shared" : "file";
 	case IBCR_VMA_SHMEM: return "shmem";
 	case IBCR_VMA_SPECIAL: return "kernel";
 	case IBCR_VMA_DEVICE: return "device";
@@ -81,6 +85,10 @@ const char *info_fd_kind(uint32_t k)
 	case IBCR_FD_TTY: return "tty";
 	case IBCR_FD_PTMX: return "ptmx";
 	case IBCR_FD_PTS: return "pts";
+	case IBCR_FD_EXTERNAL: return "extern";
+	case IBCR_FD_OPATH: return "o_path";
+	case IBCR_FD_DELDIR: return "deldir";
+	case IBCR_FD_PIDFD: return "pidfd";
 	}
 	return "?";
 }
@@ -103,6 +111,61 @@ static void print_threads(uint32_t arch, const struct ibcr_process_state *ps)
 	}
 }
 
+/* Each thread's credentials and sandbox, the process's root and dumpable. */
+static void print_priv(const struct ibcr_process_state *ps)
+{
+	const struct ibcr_priv *pv = &ps->priv;
+
+	printf("  root %s  dumpable %u  loginuid %u\n", pv->root, pv->hdr.dumpable,
+	       pv->hdr.nthreads ? pv->creds[0].loginuid : 0);
+	for (uint32_t i = 0; i < pv->hdr.nthreads; i++) {
+		const struct ibcr_creds *c = &pv->creds[i];
+		uint32_t n = 0;
+
+		printf("    tid %-7d uid %u %u %u %u gid %u %u %u %u groups %u\n"
+		       "              eff %016llx prm %016llx inh %016llx bnd %016llx "
+		       "amb %016llx securebits %#x%s", ps->threads[i].rec.tid,
+		       c->uid[0], c->uid[1], c->uid[2], c->uid[3], c->gid[0], c->gid[1],
+		       c->gid[2], c->gid[3], c->ngroups, (unsigned long long)c->cap_eff,
+		       (unsigned long long)c->cap_prm, (unsigned long long)c->cap_inh,
+		       (unsigned long long)c->cap_bnd, (unsigned long long)c->cap_amb,
+		       c->securebits, (c->flags & IBCR_CREDF_NO_NEW_PRIVS) ? " no_new_privs" : "");
+		for (uint32_t f = c->filter; f; f = pv->filters[f - 1].prev)
+			n++;
+		if (c->seccomp == IBCR_SECCOMP_STRICT)
+			printf(" seccomp: strict");
+		else if (c->seccomp == IBCR_SECCOMP_FILTER)
+			printf(" seccomp: %u filters", n);
+		printf("\n");
+	}
+}
+
+/* PATTRS and TATTRS: what the restore sets again besides memory and files */
+static void print_attrs(const struct ibcr_process_state *ps)
+{
+	const struct ibcr_pattrs *a = &ps->pattrs;
+
+	if (!ps->has_attrs)
+		return;
+	printf("  attrs: oom_score_adj %d  cgroup %s  thp_disable %u  membarrier %#x%s%s\n",
+	       a->oom_score_adj, ps->cgroup[0] ? ps->cgroup : "-", a->thp_disable,
+	       a->membarrier, (a->flags & IBCR_PATTRF_SUBREAPER) ? "  subreaper" : "",
+	       (ps->rec.flags & IBCR_PROCF_STOPPED) ? "  stopped" : "");
+	if (ps->rec.flags & IBCR_PROCF_STOPPED)
+		printf("  stopped by signal %u\n", a->stop_sig);
+	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {
+		const struct ibcr_tattrs *t = &ps->tattrs[i];
+		int ncpu = 0;
+
+		for (int c = 0; c < IBCR_AFFINITY_BYTES * 8; c++)
+			ncpu += t->affinity[c / 8] >> (c % 8) & 1;
+		printf("    tid %-7d policy %u prio %u nice %d%s  cpus %d (%02x...)  slack %llu  "
+		       "pdeathsig %u\n", t->tid, t->sched_policy, t->sched_priority,
+		       t->sched_nice, (t->sched_flags & 1) ? " reset-on-fork" : "", ncpu,
+		       t->affinity[0], (unsigned long long)t->timer_slack_ns, t->pdeath_sig);
+	}
+}
+
 static void print_vmas(const struct ibcr_process_state *ps)
 {
 	uint64_t total = 0;
@@ -112,9 +175,12 @@ static void print_vmas(const struct ibcr_process_state *ps)
 		const struct ibcr_vma *v = &ps->vmas[i];
 		char kind[32];
 
-		/* +thp: it had transparent huge pages, and gets them again */
-		snprintf(kind, sizeof(kind), "%s%s", info_vma_kind(v),
-			 (v->flags & IBCR_VMAF_THP) ? "+thp" : "");
+		/* +thp: it had transparent huge pages, and gets them again; */
+		/* +cow: some pages are its parent's, +cowsrc: children share some */
+		snprintf(kind, sizeof(kind), "%s%s%s%s", info_vma_kind(v),
+			 (v->flags & IBCR_VMAF_THP) ? "+thp" : "",
+			 (v->flags & IBCR_VMAF_COW) ? "+cow" : "",
+			 (v->flags & IBCR_VMAF_COWSRC) ? "+cowsrc" : "");
 		printf("    %012llx-%012llx %c%c%c%c %-11s %10llu  %s\n",
 		       (unsigned long long)v->start, (unsigned long long)v->end,
 		       (v->prot & PROT_READ) ? 'r' : '-', (v->prot & PROT_WRITE) ? 'w' : '-',
@@ -173,13 +239,36 @@ static void print_inet(const struct ibcr_fobj *o, const uint8_t *data)
 	}
 }
 
+static void print_external(const struct ibcr_fobj *o, const uint8_t *data)
+{
+	static const char *const what[] = { "?", "closed", "/dev/null", "restart-loader's own",
+					    "restart-loader's terminal" };
+	struct ibcr_external x = { 0, 0 };
+
+	if (o->data_len == sizeof(x) && data)
+		memcpy(&x, data, sizeof(x));
+	printf(" (restored as %s)", what[x.action <= IBCR_EXT_TTY ? x.action : 0]);
+}
+
+/* --verify reads the files' bytes only for their sums */
+static int skip_piece(void *arg, uint64_t off, const uint8_t *p, size_t n)
+{
+	(void)arg, (void)off, (void)p, (void)n;
+	return 0;
+}
+
 static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process_state *ps,
 			  const struct ibcr_files *files)
 {
 	printf("process %u: pid %d (%s) exe %s\n", idx, ps->rec.pid, ps->rec.comm, ps->exe);
+	if (ps->rec.flags & IBCR_PROCF_ZOMBIE)
+		printf("  zombie, wait status %#x\n", (unsigned)ps->rec.exit_status);
 	printf("  cwd %s  uid %u gid %u  ppid %d pgid %d sid %d\n", ps->cwd,
 	       ps->rec.uid[0], ps->rec.gid[0], ps->rec.ppid, ps->rec.pgid, ps->rec.sid);
 	print_threads(arch, ps);
+	if (!(ps->rec.flags & IBCR_PROCF_ZOMBIE))
+		print_priv(ps);
+	print_attrs(ps);
 	print_vmas(ps);
 	printf("  files: %u\n", ps->nfds);
 	for (uint32_t i = 0; i < ps->nfds; i++) {
@@ -189,7 +278,17 @@ static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process
 		       (unsigned long long)o->pos, ps->fds[i].obj, files->paths[ps->fds[i].obj]);
 		if (o->kind == IBCR_FD_INET)
 			print_inet(o, files->data[ps->fds[i].obj]);
-		if (o->data_len)
+		if (o->kind == IBCR_FD_EXTERNAL)
+			print_external(o, files->data[ps->fds[i].obj]);
+		else if (files->attrs[ps->fds[i].obj].same_file)
+			printf(" (the file of obj %u)", files->attrs[ps->fds[i].obj].same_file - 1);
+		else if (files->attrs[ps->fds[i].obj].flags & IBCR_FATTR_DATA)
+			printf(" (%llu bytes in it) in %u extent(s)",
+			       (unsigned long long)(files->attrs[ps->fds[i].obj].data_len -
+						    files->attrs[ps->fds[i].obj].nextents *
+						    sizeof(struct ibcr_extent)),
+			       files->attrs[ps->fds[i].obj].nextents);
+		else if (o->data_len)
 			printf(" (%llu bytes in it)", (unsigned long long)o->data_len);
 		printf("\n");
 	}
@@ -234,6 +333,37 @@ static void print_sysvipc(const struct ibcr_sysvipc *s)
 		       q->gid, (unsigned long long)q->qbytes, q->nmsgs,
 		       (unsigned long long)bytes);
 	}
+}
+
+/* The saved [vdso] and the backing files (image_port.c), CRCs checked. */
+static int print_portable(struct img_reader *r, int verify, int show, struct ibcr_err *e)
+{
+	struct ibcr_backings b;
+	uint8_t *vdso;
+	uint64_t len;
+
+	if (imgr_load_vdso(r, &vdso, &len, e) || imgr_load_backing(r, &b, e))
+		return -1;
+	if (verify && contents_verify(r, &b, e)) {
+		free(vdso);
+		ibcr_backings_free(&b);
+		return -1;
+	}
+	if (vdso && show)
+		printf("vdso: %llu bytes saved (for a restore on another kernel)\n",
+		       (unsigned long long)len);
+	for (uint32_t i = 0; i < b.n && show; i++) {
+		const struct ibcr_backing *f = &b.f[i];
+
+		printf("backing file %s: %llu bytes, inode %llu%s%s%s\n", b.paths[i],
+		       (unsigned long long)f->size, (unsigned long long)f->ino,
+		       (f->flags & IBCR_BACKF_SHA256) ? ", sha256" : "",
+		       (f->flags & IBCR_BACKF_BUILD_ID) ? ", build-id" : "",
+		       (f->flags & IBCR_BACKF_CONTENTS) ? ", carried" : "");
+	}
+	free(vdso);
+	ibcr_backings_free(&b);
+	return 0;
 }
 
 static void usage(FILE *f)
@@ -287,7 +417,7 @@ static int parse(int argc, char **argv, struct info_opts *o)
 	return -1;
 }
 
-/* Every process, printed (text or JSON) and, with --verify, its pages read. */
+/* Every process, printed (text or JSON), and with --verify all data read. */
 static int walk(struct img_reader *r, const struct info_opts *o, struct json_out *j,
 		const struct ibcr_files *files, struct ibcr_err *e)
 {
@@ -312,6 +442,10 @@ static int walk(struct img_reader *r, const struct info_opts *o, struct json_out
 			rc = 1;
 		ibcr_process_free(&ps);
 	}
+	for (uint32_t i = 0; i < files->nobjs && !rc && o->verify; i++)
+		if ((files->attrs[i].flags & IBCR_FATTR_DATA) &&
+		    filedata_walk(r->fd, files, i, skip_piece, NULL, e))
+			rc = 1;
 	progress_end(&pg);
 	return rc;
 }
@@ -337,16 +471,17 @@ int main(int argc, char **argv)
 		}
 		return 1;
 	}
-	rc = imgr_load_files(&r, &files, &e) || imgr_load_sysvipc(&r, &ipc, &e);
-	if (o.json) {
-		json_begin(&j, o.path, &r, rc ? NULL : &ipc);
-	} else {
-		printf("image %s: format %u, %s, page size %u, %u process(es), %u sections\n",
+	if (!o.json)
+		printf("image %s: format %u, %s, page size %u, %u process(es), %u sections%s\n",
 		       o.path, r.hdr.version, ibcr_arch_name(r.hdr.arch), r.hdr.page_size,
-		       r.hdr.nprocs, r.nsecs);
-		if (!rc)
-			print_sysvipc(&ipc);
-	}
+		       r.hdr.nprocs, r.nsecs,
+		       (r.hdr.flags & IBCR_HDRF_SELF_CONTAINED) ? ", self-contained" : "");
+	rc = imgr_load_files(&r, &files, &e) || imgr_load_sysvipc(&r, &ipc, &e) ||
+	     print_portable(&r, o.verify, !o.json, &e);
+	if (o.json)
+		json_begin(&j, o.path, &r, rc ? NULL : &ipc);
+	else if (!rc)
+		print_sysvipc(&ipc);
 	if (!rc)
 		rc = walk(&r, &o, &j, &files, &e);
 	if (rc)

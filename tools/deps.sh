@@ -7,9 +7,9 @@
 set -euo pipefail
 
 BUILD_PKGS=(gcc make musl-tools musl-dev nasm zlib1g-dev libcmocka-dev libzstd-dev
-	binutils file libibverbs-dev rdma-core ibverbs-providers)
+	binutils file libibverbs-dev rdma-core ibverbs-providers librdmacm1)
 CHECK_PKGS=(python3 procps util-linux coreutils bash sqlite3 openmpi-bin libopenmpi-dev
-	cppcheck clang-tidy)
+	cppcheck clang-tidy umoci runc)
 
 missing() {
 	local p out=()

@@ -124,7 +124,10 @@ static void regions(FILE *f, const struct ibcr_process_state *ps)
 		addr(f, "end", v->end);
 		str(f, "prot", prot, 1);
 		str(f, "kind", info_vma_kind(v), 1);
-		fprintf(f, ",\"thp\":%s", (v->flags & IBCR_VMAF_THP) ? "true" : "false");
+		fprintf(f, ",\"thp\":%s,\"cow\":%s,\"cowsrc\":%s",
+			(v->flags & IBCR_VMAF_THP) ? "true" : "false",
+			(v->flags & IBCR_VMAF_COW) ? "true" : "false",
+			(v->flags & IBCR_VMAF_COWSRC) ? "true" : "false");
 		unum(f, "bytes", v->data_len);
 		str(f, "name", ps->vma_names[i], 1);
 		fputc('}', f);

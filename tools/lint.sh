@@ -53,7 +53,7 @@ echo "lint: cppcheck"
 if ! cppcheck -q --error-exitcode=1 --inline-suppr --enable=warning,portability,performance \
 	--suppress=missingIncludeSystem --suppress=ctuuninitvar -D__${ARCH}__ \
 	-Ilib -Iarch -Iarch/"$ARCH" -Iloader/core -Iverbs -Ibuild/gen -Itools \
-	lib saver loader verbs arch/"$ARCH" tools/ckpt-info.c tools/info_json.c; then
+	lib saver loader verbs arch/"$ARCH" tools/ckpt-info.c tools/info_json.c tools/ckpt-oci.c; then
 	fail=1
 fi
 
@@ -75,7 +75,7 @@ export -f tidy
 export BASE CORE
 echo "lint: clang-tidy ($JOBS at a time)"
 if ! ls lib/*.c saver/*.c loader/*.c loader/core/*.c verbs/*.c arch/"$ARCH"/*.c \
-	tools/ckpt-info.c tools/info_json.c | xargs -P "$JOBS" -I{} bash -c 'tidy {}'; then
+	tools/ckpt-info.c tools/info_json.c tools/ckpt-oci.c | xargs -P "$JOBS" -I{} bash -c 'tidy {}'; then
 	fail=1
 fi
 [ $fail = 0 ] && echo "lint: clean"

@@ -829,10 +829,18 @@ static int quiesce_sends(void)
 	uint64_t deadline = t0 + S.quiesce_timeout_ms * 1000000ull;
 	struct list *p;
 	int tail = 0;
+	char why[200];
 
 	set_state(IBCR_VSTATE_BUSY);
 	CTL.message[0] = 0;
 	CTL.error = 0;
+	pthread_mutex_lock(&S.lock);
+	if (cm_check_idle(why, sizeof(why))) {
+		pthread_mutex_unlock(&S.lock);
+		set_failed(EBUSY, "%s", why);
+		return -1;
+	}
+	pthread_mutex_unlock(&S.lock);
 	__atomic_store_n(&g_mode, 1, __ATOMIC_SEQ_CST);
 	heavy_barrier();
 	if (wait_gate(0, deadline)) {
@@ -926,6 +934,7 @@ static int quiesce_drain(void)
 		return -1;
 	}
 	pthread_mutex_lock(&S.lock);
+	cm_record_flags();
 	/* Nobody may be inside a real call on an event fd from now on. */
 	list_for(p, &S.ctxs) {
 		struct sctx *c = container(p, struct sctx, link);
@@ -1019,6 +1028,9 @@ static void move_fd(int newfd, int appfd, int *extra, const char *what)
 	if (dup2(newfd, appfd) < 0)
 		fatal(errno, "restart: dup2 of the new %s fd %d onto %d: %s", what, newfd, appfd,
 		      strerror(errno));
+	if (epoll_readd(appfd))
+		fatal(errno, "restart: the program's epoll cannot watch its %s fd %d again",
+		      what, appfd);
 	*extra = newfd;
 }
 
@@ -1088,18 +1100,52 @@ static void replay_qp(struct sqp *q)
 	q->v.state = (enum ibv_qp_state)target;
 }
 
+/*
+ * A channel whose drained events are still to be delivered keeps a pipe
+ * at its number, readable while they wait. The restore's stand-in has
+ * no writer: once read empty it reports EOF (EPOLLHUP) for ever, and
+ * UCX, which watches its channels but never reads them, then spins in
+ * epoll_wait. The shim's own pipe keeps its write end (pend_wr) until
+ * the switch; it holds one event (the new real CQ) per drained one.
+ */
+static void chan_standin(struct schan *ch)
+{
+	int p[2], k;
+
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK))
+		fatal(errno, "restart: completion channel fd %d: a pipe: %s", ch->v.fd,
+		      strerror(errno));
+	for (k = 0; k < ch->npend; k++) {
+		uint64_t ev = (uintptr_t)ch->pend[k]->real;
+
+		if (write(p[1], &ev, sizeof ev) != (ssize_t)sizeof ev)
+			break;	/* full: readable all the same */
+	}
+	if (dup2(p[0], ch->v.fd) < 0)
+		fatal(errno, "restart: dup2 onto completion channel fd %d: %s", ch->v.fd,
+		      strerror(errno));
+	close(p[0]);
+	if (epoll_readd(ch->v.fd))
+		fatal(errno, "restart: the program's epoll cannot watch its completion channel "
+		      "fd %d again", ch->v.fd);
+	ch->pend_wr = p[1];
+}
+
 static void rebuild(void)
 {
 	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
 	uint64_t deadline;
 	struct list *p;
 	int ci = 0;
+	char why[300];
 
 	S.restart_start_ns = now_ns(CLOCK_REALTIME);
 	deadline = t0 + restart_timeout() * 1000000ull;
 	membarrier_setup();
 	mkdir_p(rdv_dir());
 	pthread_mutex_lock(&S.lock);
+	if (cm_rebuild(why, sizeof(why)))
+		fatal(errno, "%s", why);
 
 	/* Contexts: reopen by name, the new descriptors onto the old numbers. */
 	list_for(p, &S.ctxs) {
@@ -1154,6 +1200,9 @@ static void rebuild(void)
 			fatal(errno, "restart: create_comp_channel: %s", strerror(errno));
 		if (ch->extra_fd >= 0 && ch->extra_fd != ch->real->fd && ch->extra_fd != ch->v.fd)
 			close(ch->extra_fd);
+		if (ch->pend_wr >= 0)
+			close(ch->pend_wr);	/* the last restart's: a stand-in now */
+		ch->pend_wr = -1;
 		ch->extra_fd = ch->real->fd != ch->v.fd ? ch->real->fd : -1;
 		if (ch->fd_flags > 0)
 			fcntl(ch->real->fd, F_SETFL, ch->fd_flags);
@@ -1164,6 +1213,9 @@ static void rebuild(void)
 			if (dup2(ch->real->fd, ch->v.fd) < 0)
 				fatal(errno, "restart: dup2 onto completion channel fd %d: %s",
 				      ch->v.fd, strerror(errno));
+			if (epoll_readd(ch->v.fd))
+				fatal(errno, "restart: the program's epoll cannot watch its "
+				      "completion channel fd %d again", ch->v.fd);
 			ch->switch_pending = 0;
 		} else if (ch->extra_fd < 0) {
 			ch->switch_pending = 0;
@@ -1185,6 +1237,12 @@ static void rebuild(void)
 		c->async_unacked = 0;
 		if (c->armed)
 			c->real->context->ops.req_notify_cq(c->real, c->solicited);
+	}
+	list_for(p, &S.chans) {
+		struct schan *ch = container(p, struct schan, link);
+
+		if (ch->switch_pending)
+			chan_standin(ch);
 	}
 	list_for(p, &S.srqs) {
 		struct ssrq *s = container(p, struct ssrq, link);

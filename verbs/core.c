@@ -103,12 +103,16 @@ static void vlog(const char *fmt, va_list ap)
 
 void dbg(const char *fmt, ...)
 {
+	char f[512];
 	va_list ap;
 
 	if (!S.debug)
 		return;
+	/* when, and who: the races this is for are between processes */
+	snprintf(f, sizeof f, "[%llu ms pid %d] %s",
+		 (unsigned long long)(now_ns(CLOCK_REALTIME) / 1000000 % 1000000), (int)getpid(), fmt);
 	va_start(ap, fmt);
-	vlog(fmt, ap);
+	vlog(f, ap);	// NOLINT(clang-diagnostic-format-nonliteral): fmt checked at the callers
 	va_end(ap);
 }
 
@@ -557,7 +561,7 @@ int ring_done(struct rring *r, uint64_t wr_id, int head_only)
 
 /* ------------------------------------------------------ control object */
 
-static int add_fd(int *n, int fd, uint32_t kind)
+int ctl_add_fd(int *n, int fd, uint32_t kind)
 {
 	struct ibcr_verbs_fd *f;
 	int i;
@@ -594,10 +598,10 @@ void ctl_update_fds(void)
 	list_for(p, &S.ctxs) {
 		struct sctx *x = container(p, struct sctx, link);
 
-		add_fd(&n, x->v.cmd_fd, IBCR_VFD_DEVICE);
-		add_fd(&n, x->v.async_fd, IBCR_VFD_ASYNC);
-		add_fd(&n, x->extra_cmd_fd, IBCR_VFD_DEVICE);
-		add_fd(&n, x->extra_async_fd, IBCR_VFD_ASYNC);
+		ctl_add_fd(&n, x->v.cmd_fd, IBCR_VFD_DEVICE);
+		ctl_add_fd(&n, x->v.async_fd, IBCR_VFD_ASYNC);
+		ctl_add_fd(&n, x->extra_cmd_fd, IBCR_VFD_DEVICE);
+		ctl_add_fd(&n, x->extra_async_fd, IBCR_VFD_ASYNC);
 		for (i = 0; i < nd; i++)
 			if (!strcmp(c->devices[i], x->name))
 				break;
@@ -609,9 +613,11 @@ void ctl_update_fds(void)
 	list_for(p, &S.chans) {
 		struct schan *ch = container(p, struct schan, link);
 
-		add_fd(&n, ch->v.fd, IBCR_VFD_COMP_CHANNEL);
-		add_fd(&n, ch->extra_fd, IBCR_VFD_COMP_CHANNEL);
+		ctl_add_fd(&n, ch->v.fd, IBCR_VFD_COMP_CHANNEL);
+		ctl_add_fd(&n, ch->extra_fd, IBCR_VFD_COMP_CHANNEL);
+		ctl_add_fd(&n, ch->pend_wr, IBCR_VFD_SHIM_PIPE);
 	}
+	cm_update_fds(&n);
 	for (i = nd; i < IBCR_VERBS_MAX_DEVICES; i++)
 		memset(c->devices[i], 0, sizeof c->devices[i]);
 	for (i = n; i < IBCR_VERBS_MAX_FDS; i++)

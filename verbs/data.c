@@ -474,6 +474,11 @@ static void chan_switch(struct schan *ch)
 	 * application's descriptor number. */
 	if (dup2(ch->real->fd, ch->v.fd) < 0)
 		warnx_("dup2 of completion channel fd %d: %m", ch->v.fd);
+	else
+		epoll_readd(ch->v.fd);
+	if (ch->pend_wr >= 0)
+		close(ch->pend_wr);
+	ch->pend_wr = -1;
 	ch->switch_pending = 0;
 }
 

@@ -21,7 +21,7 @@
 
 #define IBCR_VERBS_SYMBOL "ibcr_verbs_control"
 #define IBCR_VERBS_MAGIC 0x5342524556524349ull /* "ICRVERBS" */
-#define IBCR_VERBS_ABI 2
+#define IBCR_VERBS_ABI 3
 #define IBCR_VERBS_SECTION "verbs"	/* name of the image's OPAQUE section */
 
 /* cmd: written by saver / restart-loader, read by the shim. */
@@ -65,11 +65,14 @@ enum ibcr_verbs_fd_kind {
 	IBCR_VFD_DEVICE = 1,	/* uverbs command fd of a context */
 	IBCR_VFD_ASYNC = 2,	/* async event fd of a context */
 	IBCR_VFD_COMP_CHANNEL = 3,	/* completion channel */
+	IBCR_VFD_RDMA_CM = 4,	/* an rdma_cm event channel (no CM id alive) */
+	IBCR_VFD_SHIM_PIPE = 5,	/* the write end of a channel's stand-in pipe */
 };
 
 #define IBCR_VERBS_MAX_FDS 64
 #define IBCR_VERBS_MAX_WAKE 16
 #define IBCR_VERBS_MAX_DEVICES 4
+#define IBCR_VERBS_MAX_EPOLL 32
 
 struct ibcr_verbs_fd {
 	int32_t fd;
@@ -84,6 +87,20 @@ struct ibcr_verbs_fd {
 	uint32_t nwake;
 	uint32_t pad;
 	uint64_t wake_cq[IBCR_VERBS_MAX_WAKE];
+};
+
+/*
+ * An epoll entry of the process that watches one of fds[] (UCX watches
+ * the async fd and completion channels): the restore adds it for the
+ * stand-in, and the shim adds it again each time it puts a new file at
+ * that number (an epoll drops an entry when its file goes).
+ */
+struct ibcr_verbs_epoll {
+	int32_t epfd;
+	int32_t tfd;
+	uint32_t events;
+	uint32_t pad;
+	uint64_t data;
 };
 
 struct ibcr_verbs_control {
@@ -102,6 +119,10 @@ struct ibcr_verbs_control {
 	struct ibcr_verbs_fd fds[IBCR_VERBS_MAX_FDS];
 	char rendezvous[512];		/* directory, written by restart-loader */
 	uint64_t restart_timeout_ms;	/* peer wait, written by restart-loader */
+	/* ABI 3: written by restart-loader, used by the rebuild */
+	uint32_t nepoll;
+	uint32_t pad2;
+	struct ibcr_verbs_epoll epoll[IBCR_VERBS_MAX_EPOLL];
 };
 
 /*

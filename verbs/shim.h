@@ -259,6 +259,7 @@ struct schan {
 	int extra_fd;		/* real fd when not the app's */
 	int fd_flags;
 	int switch_pending;	/* stand-in still at v.fd until pending drains */
+	int pend_wr;		/* write end of the shim's stand-in pipe, or -1 */
 	pthread_mutex_t rd_lock;	/* one reader of the real fd at a time */
 	int npend, cappend;
 	struct scq **pend;	/* drained completion events, oldest first */
@@ -444,6 +445,7 @@ HIDDEN void shim_init(void);
 HIDDEN void dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 HIDDEN void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 HIDDEN void ctl_update_fds(void);	/* S.lock held */
+HIDDEN int ctl_add_fd(int *n, int fd, uint32_t kind);	/* from ctl_update_fds */
 HIDDEN void helper_start(void);
 HIDDEN uint64_t now_ns(int clock);
 HIDDEN void sleep_ms(unsigned ms);
@@ -516,5 +518,14 @@ HIDDEN void addr_of_port(struct sctx *c, int port, int sgid_index, int global,
 HIDDEN void capture_ports(struct sctx *c, int app);
 HIDDEN void qp_record_modify(struct sqp *q, struct ibv_qp_attr *attr, int mask);
 HIDDEN const char *rdv_dir(void);
+
+/* rdmacm.c: librdmacm event channels (S.lock held) */
+HIDDEN void cm_update_fds(int *n);
+HIDDEN int cm_check_idle(char *why, size_t n);	/* -1: a CM id is alive */
+HIDDEN void cm_record_flags(void);
+HIDDEN int cm_rebuild(char *why, size_t n);
+
+/* epoll.c: the process's epoll entries on the shim's fds, after a restart */
+HIDDEN int epoll_readd(int fd);	/* -1: said on stderr */
 
 #endif

@@ -462,6 +462,7 @@ EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *cont
 		ch->v.fd = real->fd;
 		ch->v.refcnt = 0;
 		ch->extra_fd = -1;
+		ch->pend_wr = -1;
 		pthread_mutex_init(&ch->rd_lock, NULL);
 		pthread_mutex_lock(&S.lock);
 		list_add_tail(&S.chans, &ch->link);
@@ -484,6 +485,8 @@ EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	if (!r) {
 		if (ch->extra_fd >= 0)
 			close(ch->v.fd);
+		if (ch->pend_wr >= 0)
+			close(ch->pend_wr);
 		pthread_mutex_lock(&S.lock);
 		list_del(&ch->link);
 		ctl_update_fds();

@@ -23,6 +23,7 @@ struct arch_gpregs {
 };
 
 static inline uint64_t arch_pc(const struct arch_gpregs *r) { return r->pc; }
+static inline void arch_set_pc(struct arch_gpregs *r, uint64_t pc) { r->pc = pc; }
 static inline uint64_t arch_sp(const struct arch_gpregs *r) { return r->sp; }
 static inline uint64_t arch_ret(const struct arch_gpregs *r) { return r->regs[0]; }
 

@@ -13,3 +13,8 @@ int arch_check_cpu(const uint8_t *fpregs, uint32_t size, char *why, size_t n)
 	(void)n;
 	return 0;
 }
+
+int arch_check_cpu_in_use(const uint8_t *fpregs, uint32_t size, char *why, size_t n)
+{
+	return arch_check_cpu(fpregs, size, why, n);
+}

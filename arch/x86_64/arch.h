@@ -23,6 +23,7 @@ struct arch_gpregs {
 };
 
 static inline uint64_t arch_pc(const struct arch_gpregs *r) { return r->rip; }
+static inline void arch_set_pc(struct arch_gpregs *r, uint64_t pc) { r->rip = pc; }
 static inline uint64_t arch_sp(const struct arch_gpregs *r) { return r->rsp; }
 static inline uint64_t arch_ret(const struct arch_gpregs *r) { return r->rax; }
 

@@ -27,16 +27,48 @@ static uint64_t enabled_xfeatures(void)
 	return ((uint64_t)hi << 32) | lo;
 }
 
-int arch_check_cpu(const uint8_t *fpregs, uint32_t size, char *why, size_t n)
+/* the restore core checks page data with the SSE4.2 crc32 instruction */
+static int check_sse42(char *why, size_t n)
 {
 	unsigned int a, b, c, d;
-	uint64_t saved, here;
 
-	/* the restore core checks page data with the SSE4.2 crc32 instruction */
 	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSE4_2)) {
 		snprintf(why, n, "this CPU lacks SSE4.2 (x86-64-v2), which restart-loader needs");
 		return -1;
 	}
+	return 0;
+}
+
+/*
+ * restart-loader --cpu-check=in-use: only the components the thread
+ * holds (XSTATE_BV, byte 512: those not in their initial state) must be
+ * enabled here. The registers then come back exactly; that the program
+ * will not use what it found at start (glibc chooses its string functions
+ * once) is what the user vouches for.
+ */
+int arch_check_cpu_in_use(const uint8_t *fpregs, uint32_t size, char *why, size_t n)
+{
+	uint64_t used, here;
+
+	if (check_sse42(why, n))
+		return -1;
+	if (size < 512 + 64)
+		return 0;
+	memcpy(&used, fpregs + 512, 8);
+	here = enabled_xfeatures();
+	if (!(used & ~here))
+		return 0;
+	snprintf(why, n, "it holds CPU state components %#llx; here only %#llx are enabled",
+		 (unsigned long long)used, (unsigned long long)here);
+	return -1;
+}
+
+int arch_check_cpu(const uint8_t *fpregs, uint32_t size, char *why, size_t n)
+{
+	uint64_t saved, here;
+
+	if (check_sse42(why, n))
+		return -1;
 	if (size < 512 + 64)
 		return 0;	/* legacy FXSAVE only: every x86_64 has it */
 	/* ptrace's NT_X86_XSTATE keeps the saving kernel's XCR0 at byte 464 */
@@ -45,7 +77,8 @@ int arch_check_cpu(const uint8_t *fpregs, uint32_t size, char *why, size_t n)
 	if (!(saved & ~here))
 		return 0;
 	snprintf(why, n, "the image was saved where the CPU state components %#llx "
-		 "were enabled; here only %#llx are (a CPU without e.g. AVX-512)",
+		 "were enabled; here only %#llx are (a CPU without e.g. AVX-512; see "
+		 "--cpu-check=in-use)",
 		 (unsigned long long)saved, (unsigned long long)here);
 	return -1;
 }

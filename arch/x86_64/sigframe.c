@@ -7,6 +7,7 @@
  * The layouts are the kernel's (arch/x86/include/asm/sigframe.h and
  * uapi/asm/sigcontext.h), spelled out so no libc header is involved.
  */
+#include <cpuid.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -81,18 +82,50 @@ static void copy_gpregs(struct k_sigcontext *mc, const struct arch_gpregs *r)
  * convention), not the _fpx_sw_bytes a signal frame needs: write those,
  * and MAGIC2 after the area, or the kernel restores x87/SSE state only.
  */
+/*
+ * This CPU's enabled components and the size of their XSAVE area. A
+ * thread saved where more were enabled (restored with --cpu-check=in-use:
+ * those it holds are enabled here) comes back with the area cut to that
+ * size, whose standard-format offsets are the same everywhere: a larger
+ * one would make the kernel restore x87/SSE state only.
+ */
+static void here_xsave(uint64_t *xcr0, uint32_t *size)
+{
+	unsigned int a, b, c, d;
+	uint32_t lo, hi;
+
+	*xcr0 = 0x3;
+	*size = 0;
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) ||
+	    !__get_cpuid_count(0xd, 0, &a, &b, &c, &d))
+		return;
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	*xcr0 = ((uint64_t)hi << 32) | lo;
+	*size = b;
+}
+
 static int make_xsave_frame(uint8_t *fp, uint32_t size)
 {
 	struct {
 		uint32_t magic1, extended_size;
 		uint64_t xfeatures;
 		uint32_t xstate_size, padding[7];
-	} sw = { FP_XSTATE_MAGIC1, size + 4, 0, size, { 0 } };
-	uint32_t magic2 = FP_XSTATE_MAGIC2;
+	} sw = { FP_XSTATE_MAGIC1, 0, 0, 0, { 0 } };
+	uint32_t magic2 = FP_XSTATE_MAGIC2, here_size;
+	uint64_t here, bv;
 
 	if (size < 512 + 64)
 		return 0;	/* FXSAVE only */
+	here_xsave(&here, &here_size);
+	if (here_size >= 512 + 64 && here_size < size)
+		size = here_size;
 	memcpy(&sw.xfeatures, fp + SW_BYTES_OFFSET, 8);	/* the saved XCR0 */
+	sw.xfeatures &= here;
+	sw.xstate_size = size;
+	sw.extended_size = size + 4;
+	memcpy(&bv, fp + 512, 8);	/* XSTATE_BV: what is not in its initial state */
+	bv &= here;
+	memcpy(fp + 512, &bv, 8);
 	memcpy(fp + SW_BYTES_OFFSET, &sw, sizeof(sw));
 	memcpy(fp + size, &magic2, 4);
 	return 1;

@@ -49,12 +49,14 @@ void core_main(struct plan *p)
 	core_unmap_loader(p);
 	core_trace(p, "loader unmapped");
 	core_move_specials(p);
+	core_vdso_proxy(p);
 	core_trace(p, "special mappings moved");
 	core_map_regions(p);
 	core_trace(p, "regions mapped");
 	for (uint64_t i = 0; i < p->npokes; i++)
 		__builtin_memcpy((void *)p->pokes[i].addr, p->pokes[i].data, p->pokes[i].len);
 	core_set_process(p);
+	core_chroot(p);
 	core_trace(p, "process state set");
 	core_start_threads(p);
 }

@@ -20,14 +20,27 @@ void core_trace(struct plan *p, const char *fmt, ...);
 
 void core_unmap_loader(struct plan *p);
 void core_move_specials(struct plan *p);
+/* vdso.c: the saved [vdso] with its entry points redirected, if any */
+void core_vdso_proxy(struct plan *p);
 void core_map_regions(struct plan *p);
 void core_set_process(struct plan *p);
 __attribute__((noreturn)) void core_start_threads(struct plan *p);
+
+/* creds.c: credentials before 'ready', sandbox after go, root after the regions */
+void core_creds(struct plan *p, const struct plan_thread *t);
+void core_sandbox(struct plan *p, uint32_t idx);
+void core_chroot(struct plan *p);
 
 /* uffd.c: a region filled with UFFDIO_COPY (no zeroing first) */
 int uffd_open(struct plan *p, const struct plan_vma *v);
 uint32_t uffd_fill(struct plan *p, const struct plan_vma *v, int fd, uint64_t *upto);
 void uffd_close(struct plan *p, const struct plan_vma *v, int fd);
+
+/* attrs.c: a thread's scheduling, affinity, slack; its parent-death signal */
+void core_thread_attrs(struct plan *p, const struct plan_thread *t);
+void core_thread_attrs_late(struct plan *p, const struct plan_thread *t);
+void core_slack_for_clone(const struct plan *p, uint32_t i);
+void core_late_limits(struct plan *p);
 
 /* arch/<arch>/core_arch.c */
 long arch_set_tls(const uint64_t tls[2]);

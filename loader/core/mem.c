@@ -12,11 +12,18 @@
 /* Reads are chunked so that each chunk is still in cache for its checksum. */
 #define CHUNK (4ul << 20)
 
+#ifndef MAP_DROPPABLE
+#define MAP_DROPPABLE 0x08	/* a mapping type, as MAP_PRIVATE is (6.11) */
+#endif
+
 static int map_flags(const struct plan_vma *v)
 {
 	int f = MAP_FIXED;
 
-	f |= (v->flags & IBCR_VMAF_SHARED) ? MAP_SHARED : MAP_PRIVATE;
+	if (v->flags & IBCR_VMAF_DROPPABLE)
+		f |= MAP_DROPPABLE;
+	else
+		f |= (v->flags & IBCR_VMAF_SHARED) ? MAP_SHARED : MAP_PRIVATE;
 	if (v->fd < 0)
 		f |= MAP_ANONYMOUS;
 	if (v->flags & IBCR_VMAF_GROWSDOWN)
@@ -386,6 +393,25 @@ static void ask_loader(struct plan *p, const struct plan_vma *v, int writable)
 		sys_exit_group(127);	/* 'N' without a descriptor: a loader bug */
 }
 
+/*
+ * Built and filled by the loader before this process forked its children
+ * (loader/cow.c), who share its pages copy-on-write, or inherited so from
+ * the parent: moved into place, which keeps the pages and their sharing.
+ * It gets the protection it would have been mapped with first, as a
+ * region just mapped would (temp_prot: kept apart from its neighbour).
+ */
+static long move_built(struct plan *p, const struct plan_vma *v, int prot)
+{
+	uint64_t len = v->end - v->start;
+	long rc = prot == (PROT_READ | PROT_WRITE) ? 0 : sys_mprotect(v->cow_src, len, prot);
+
+	if (rc)
+		core_die(p, "region %#lx-%#lx (%s): protecting its pages at %#lx: error %ld",
+			 (unsigned long)v->start, (unsigned long)v->end, v->name,
+			 (unsigned long)v->cow_src, -rc);
+	return sys_mremap(v->cow_src, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, v->start);
+}
+
 static void map_one(struct plan *p, const struct plan_vma *prev, const struct plan_vma *v)
 {
 	uint64_t len = v->end - v->start, off = v->data_off;
@@ -401,6 +427,8 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 		/* the same pages as the loader's object: old size 0 maps them again */
 		prot = PROT_READ | PROT_WRITE;
 		rc = sys_mremap(v->shm_src, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, v->start);
+	} else if (v->cow_src) {
+		rc = move_built(p, v, prot);
 	} else {
 		rc = sys_mmap(v->start, len, prot, flags, v->fd, v->pgoff);
 	}
@@ -409,10 +437,12 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 			 (unsigned long)v->start, (unsigned long)v->end, v->name, -rc);
 	advise(p, v, IBCR_MADV_HUGEPAGE, MADV_HUGEPAGE);
 	advise(p, v, IBCR_MADV_NOHUGEPAGE, MADV_NOHUGEPAGE);
-	apart = (prot & PROT_WRITE) && could_merge(prev, v);
+	/* MADV_DODUMP is refused on droppable memory: its first write is all */
+	apart = (prot & PROT_WRITE) && could_merge(prev, v) &&
+		!(v->flags & IBCR_VMAF_DROPPABLE);
 	if (apart)
 		set_dontdump(p, v, !(v->madv & IBCR_MADV_DONTDUMP));
-	if (v->shm_src) {
+	if (v->shm_src || v->cow_src) {
 		crc = v->data_crc;	/* filled, and checked, by the loader */
 	} else if (v->data_len && (p->flags & PLAN_FILL_BY_LOADER)) {
 		ask_loader(p, v, prot & PROT_WRITE);
@@ -430,7 +460,8 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 		core_die(p, "image %s: region %#lx-%#lx (%s): page data is corrupt "
 			 "(checksum mismatch); nothing was resumed", p->image_path,
 			 (unsigned long)v->start, (unsigned long)v->end, v->name);
-	if (apart && !v->data_len)
+	/* a built region has its anon_vma, and a write could break its sharing */
+	if (apart && !v->data_len && !v->cow_src)
 		own_anon_vma(p, v);
 	if (apart)
 		set_dontdump(p, v, v->madv & IBCR_MADV_DONTDUMP);

@@ -38,6 +38,7 @@ struct plan_vma {
 	int32_t fd;		/* backing file opened by the loader, or -1 */
 	uint32_t pad;
 	uint64_t shm_src;	/* shared object's pages in the loader's mapping, or 0 */
+	uint64_t cow_src;	/* built there, filled (loader/cow.c): moved, or 0 */
 	uint32_t data_crc;
 	const struct ibcr_run *runs;
 	uint64_t nruns;
@@ -45,6 +46,35 @@ struct plan_vma {
 	uint64_t data_len;
 	const char *name;
 };
+
+/* A seccomp filter a thread installs: seccomp(SECCOMP_SET_MODE_FILTER, flags). */
+struct plan_filter {
+	const void *insns;	/* struct sock_filter[len] */
+	uint32_t len;
+	uint32_t flags;		/* SECCOMP_FILTER_FLAG_LOG, _TSYNC */
+};
+
+/* What a thread's credentials and sandbox become (loader/core/creds.c). */
+struct plan_creds {
+	uint32_t uid[4], gid[4];	/* real, effective, saved, filesystem */
+	uint64_t eff, prm, inh, bnd, amb;
+	uint32_t securebits;
+	uint32_t flags;		/* PLAN_CRED_* */
+	uint32_t seccomp;	/* enum ibcr_seccomp_mode */
+	uint32_t ngroups;
+	const uint32_t *groups;
+	uint32_t nfilters;	/* it installs them, oldest first, as the last steps */
+	uint32_t pad;
+	const struct plan_filter *filters;
+};
+
+#define PLAN_CRED_IDS 0x1	/* set groups and ids: the loader's differ */
+#define PLAN_CRED_NNP 0x2	/* no_new_privs */
+#define PLAN_CRED_BOUNDING 0x4	/* drop what its bounding set lacks */
+#define PLAN_CRED_SECUREBITS 0x8	/* securebits differ from the loader's */
+#define PLAN_CRED_LATE_CAPS 0x10	/* capabilities last: its filters need */
+					/* CAP_SYS_ADMIN to be installed */
+#define PLAN_CRED_DUMP_ROOT 0x20	/* dumpable 2: an id change sets it */
 
 struct plan_thread {
 	int32_t tid;		/* saved TID, asked for with clone3 set_tid */
@@ -62,8 +92,10 @@ struct plan_thread {
 	void *frame;		/* rt_sigframe built by the loader */
 	uint64_t stack_top;	/* the core's stack for this thread */
 	uint32_t nsiginfo;
-	uint32_t pad;
+	uint32_t has_attrs;	/* attrs below are the saved ones (core/attrs.c) */
 	const uint8_t *siginfo;	/* per-thread pending, 128 bytes each */
+	const struct plan_creds *creds;
+	struct ibcr_tattrs attrs;
 };
 
 /* prctl(PR_SET_MM, PR_SET_MM_MAP) argument, as in <linux/prctl.h>. */
@@ -77,10 +109,11 @@ struct plan_mm_map {
 };
 
 #define PLAN_EXACT_TIDS 0x1	/* ask clone3 for the saved TIDs */
-#define PLAN_SET_CREDS 0x2	/* set uid/gid/groups (loader is root) */
 #define PLAN_TRACE 0x4		/* report each step ('D' lines) */
 #define PLAN_FILL_BY_LOADER 0x8	/* compressed image: the loader fills regions */
 #define PLAN_NO_UFFD 0x10	/* IBCR_NO_UFFD=1: fill without userfaultfd */
+#define PLAN_SECCOMP 0x20	/* threads under seccomp: the loader traces them */
+				/* with PTRACE_O_SUSPEND_SECCOMP to the end */
 
 struct plan {
 	uint64_t magic;
@@ -96,6 +129,9 @@ struct plan {
 	const struct plan_range *unmap;
 	uint64_t nspecial;
 	struct plan_special *special;
+	/* another kernel: the saved [vdso], redirected (loader/vdso.c), or len 0 */
+	uint64_t proxy_addr, proxy_len;
+	const uint8_t *proxy;
 	uint64_t nshm;		/* shared objects inherited from the loader: */
 	const struct plan_range *shm;	/* unmapped once the regions are in place */
 	uint64_t nvmas;
@@ -104,11 +140,15 @@ struct plan {
 	const struct plan_poke *pokes;
 	struct plan_mm_map mm;
 	const struct ibcr_sigaction *sigact;	/* IBCR_NSIG entries */
-	uint64_t rlim[16][2];
+	uint64_t rlim[16][2];	/* rlim_late's: the larger of ours and the saved */
+	uint64_t rlim_late[16][2];	/* set once every thread is set up */
+	uint32_t rlim_late_mask;	/* bit r: rlim_late[r] */
+	uint32_t pad_late;
 	uint64_t itimer[3][4];
-	uint32_t uid[4], gid[4];
-	uint32_t ngroups;
-	uint32_t groups[32];
+	const char *root;	/* chroot there once the regions are in, or NULL */
+	uint32_t dumpable;	/* PR_SET_DUMPABLE at the end (2: left as it is) */
+	uint32_t first_thread;	/* installs the filters all threads share: */
+				/* the loader lets it run first */
 	uint32_t nthreads;
 	struct plan_thread *threads;
 	uint32_t nsiginfo_shared;

@@ -2,8 +2,8 @@
 /*
  * Threads: create every saved thread, let each restore what only it can
  * set (TID address, robust list, rseq, name, altstack, TLS, credentials),
- * queue pending signals, tell the loader, and resume through
- * rt_sigreturn once the loader says go.
+ * queue pending signals, tell the loader, and once the loader says go
+ * enter its sandbox (creds.c) and resume through rt_sigreturn.
  */
 #include <linux/futex.h>
 #include <linux/prctl.h>
@@ -23,24 +23,12 @@ static void futex_wait_ne(int32_t *w, int32_t want)
 		sys_futex(w, FUTEX_WAIT, v);
 }
 
-static void set_creds(struct plan *p)
-{
-	long rc = SYS(__NR_setgroups, p->ngroups, p->groups, 0, 0, 0, 0);
-
-	if (!rc)
-		rc = SYS(__NR_setresgid, p->gid[0], p->gid[1], p->gid[2], 0, 0, 0);
-	if (!rc)
-		rc = SYS(__NR_setresuid, p->uid[0], p->uid[1], p->uid[2], 0, 0, 0);
-	if (rc)
-		core_die(p, "restoring credentials uid %u gid %u: error %ld",
-			 p->uid[0], p->gid[0], -rc);
-}
-
 static void setup_self(struct plan *p, struct plan_thread *t)
 {
 	long rc;
 
 	t->new_tid = (int32_t)sys_gettid();
+	core_thread_attrs(p, t);
 	SYS(__NR_set_tid_address, t->ctid, 0, 0, 0, 0, 0);
 	if (t->ctid && t->ctid_mode == IBCR_CTID_CACHE)
 		*(int32_t *)t->ctid = t->new_tid;
@@ -68,35 +56,40 @@ static void setup_self(struct plan *p, struct plan_thread *t)
 		if (rc)
 			core_die(p, "thread %d: sigaltstack: error %ld", t->tid, -rc);
 	}
-	if (p->flags & PLAN_SET_CREDS)
-		set_creds(p);
+	core_creds(p, t);
+	core_thread_attrs_late(p, t);	/* a change of credentials clears it */
 	rc = arch_set_tls(t->tls);
 	if (rc)
 		core_die(p, "thread %d: setting TLS: error %ld", t->tid, -rc);
 }
 
 /*
- * Signals with si_code >= 0 (kill, timers...) may only be queued by a
- * thread to its own thread group leader's id; the main thread qualifies
- * for both the per-thread and the process-wide queues.
+ * Signals with si_code >= 0 (kill, the kernel's) or SI_TKILL (tgkill)
+ * may be queued only by the thread they are queued to, naming itself:
+ * each thread queues its own, the main thread (whose TID is the process
+ * id) the process-wide ones. Queued in the order saved, which is the
+ * kernel's order of delivery within each signal number; all signals are
+ * blocked until each thread's own mask comes back with rt_sigreturn.
  */
-static void queue_signals(struct plan *p)
+static void queue_own(struct plan *p, const struct plan_thread *t)
 {
 	long pid = sys_getpid();
 
-	for (uint32_t i = 0; i < p->nthreads; i++) {
-		struct plan_thread *t = &p->threads[i];
+	for (uint32_t k = 0; k < t->nsiginfo; k++) {
+		const uint8_t *si = t->siginfo + k * IBCR_SIGINFO_SIZE;
+		long rc = SYS(__NR_rt_tgsigqueueinfo, pid, t->new_tid,
+			      *(const int32_t *)si, si, 0, 0);
 
-		for (uint32_t k = 0; k < t->nsiginfo; k++) {
-			const uint8_t *si = t->siginfo + k * IBCR_SIGINFO_SIZE;
-			long rc = SYS(__NR_rt_tgsigqueueinfo, pid, t->new_tid,
-				      *(const int32_t *)si, si, 0, 0);
-
-			if (rc)
-				core_die(p, "thread %d: queueing pending signal %d: error %ld",
-					 t->tid, *(const int32_t *)si, -rc);
-		}
+		if (rc)
+			core_die(p, "thread %d: queueing pending signal %d: error %ld",
+				 t->tid, *(const int32_t *)si, -rc);
 	}
+}
+
+static void queue_shared(struct plan *p)
+{
+	long pid = sys_getpid();
+
 	for (uint32_t k = 0; k < p->nsiginfo_shared; k++) {
 		const uint8_t *si = p->siginfo_shared + k * IBCR_SIGINFO_SIZE;
 		long rc = SYS(__NR_rt_sigqueueinfo, pid, *(const int32_t *)si, si,
@@ -114,10 +107,8 @@ static void handover(struct plan *p)
 	char c = 0;
 
 	futex_wait_ne(&p->ready, (int32_t)p->nthreads);
-	queue_signals(p);
-	/* Credentials changes made the mm non-dumpable; it was dumpable. */
-	if (p->flags & PLAN_SET_CREDS)
-		sys_prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	queue_shared(p);
+	core_late_limits(p);
 	/* 'R' and where the plan is: the loader reads the rest from here */
 	uint8_t msg[9] = { 'R' };
 
@@ -138,11 +129,13 @@ static __attribute__((noreturn)) void finish(struct plan *p, long idx)
 	struct plan_thread *t = &p->threads[idx];
 
 	setup_self(p, t);
+	queue_own(p, t);
 	__atomic_add_fetch(&p->ready, 1, __ATOMIC_ACQ_REL);
 	sys_futex(&p->ready, FUTEX_WAKE, 1);
 	if (idx == 0)
 		handover(p);
 	futex_wait_ne(&p->go, 1);
+	core_sandbox(p, (uint32_t)idx);
 	ibcr_sigreturn(t->frame);
 }
 
@@ -172,7 +165,10 @@ static long clone_thread(struct plan *p, uint32_t i, int exact)
 void core_start_threads(struct plan *p)
 {
 	for (uint32_t i = 1; i < p->nthreads; i++) {
-		long rc = clone_thread(p, i, p->flags & PLAN_EXACT_TIDS);
+		long rc;
+
+		core_slack_for_clone(p, i);
+		rc = clone_thread(p, i, p->flags & PLAN_EXACT_TIDS);
 
 		/* Someone took that TID meanwhile: a new one beats no thread. */
 		if (rc == -17 /* EEXIST */) {

@@ -181,6 +181,40 @@ restart() {
 	STARTED+=("$RPID")
 }
 
+# restart_refused IMAGE MESSAGE [COMMAND...]: restart-loader, run through
+# COMMAND... when given (runas, nice...), must refuse IMAGE: exit status
+# 1 and MESSAGE (a fixed string) in what it says ($T/refused.out).
+restart_refused() {
+	local img=$1 msg=$2 rc=0
+	shift 2
+	"$@" "$LOADER" "$img" >"$T/refused.out" 2>&1 || rc=$?
+	[ "$rc" = 1 ] || fail "restart-loader $img: exit status $rc, not 1 (a refusal): $(cat "$T/refused.out")"
+	grep -qF -- "$msg" "$T/refused.out" ||
+		fail "restart-loader $img: the refusal does not say '$msg': $(cat "$T/refused.out")"
+}
+
+# As an ordinary user (root runs the test): as_nobody CMD... runs CMD as
+# nobody; for_nobody makes $T and $T/prog.out nobody's to write;
+# checkpoint_as_nobody PID IMAGE [SAVER-ARGS...] and restart_as_nobody
+# IMAGE are checkpoint (without --verify's second look) and restart with
+# saver and restart-loader run as nobody.
+as_nobody() { "$PROGS/runas" 65534 65534 "$@"; }
+for_nobody() {
+	chmod 777 "$T"
+	: >"$T/prog.out"
+	chmod 666 "$T/prog.out"
+}
+checkpoint_as_nobody() {
+	local pid=$1 img=$2
+	shift 2
+	as_nobody "$SAVER" "$@" -o "$img" "$pid" 2>"$T/saver.err" ||
+		fail "saver as nobody $* -o $img $pid failed: $(cat "$T/saver.err")"
+	[ -s "$img" ] || fail "saver left no image $img"
+}
+restart_as_nobody() {
+	LOADER=$PROGS/runas LOADER_ARGS="65534 65534 $B/restart-loader" restart "$1"
+}
+
 # ticks FILE: the numbers of the "tick N" lines, one per line.
 ticks() { sed -n 's/^tick \([0-9]*\).*/\1/p' "$1"; }
 

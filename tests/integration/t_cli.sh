@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 
 MAN=$TOP/docs/man
-CMDS=(saver restart-loader ckpt-info ibcr-launch ibcr-ctl)
+CMDS=(saver restart-loader ckpt-info ckpt-oci ibcr-launch ibcr-ctl)
 problems=()
 problem() { problems+=("$*"); note "problem: $*"; }
 
@@ -63,14 +63,14 @@ for c in "${CMDS[@]}"; do
 	grep -q 'usage:' "$T/$c.bad" || problem "$c --no-such-option: no usage: $(head -c 300 "$T/$c.bad")"
 done
 # the C commands take every option their --help names
-for c in saver restart-loader ckpt-info; do
+for c in saver restart-loader ckpt-info ckpt-oci; do
 	for o in $(cat "$T/$c.help.opts"); do
 		"$B/$c" "$o" </dev/null >/dev/null 2>"$T/$c.opt.err" || true
 		grep -q "unrecognized option" "$T/$c.opt.err" && problem "$c does not take $o, which its --help names"
 	done
 done
 # the C commands name the image format too
-for c in saver restart-loader ckpt-info; do
+for c in saver restart-loader ckpt-info ckpt-oci; do
 	grep -q '^image format [0-9]' "$T/$c.version" || problem "$c --version names no image format"
 done
 note "release $release"

@@ -34,7 +34,7 @@ need([j["format"], j["arch"], j["page_size"], j["nprocs"], j["sections"]] ==
 p = j["processes"][0]
 need(p["pid"] == pid and p["comm"] == "threads", "pid %r comm %r" % (p["pid"], p["comm"]))
 need(len(p["threads"]) == 9 and "threads: 9" in txt, "threads %d" % len(p["threads"]))
-tids = sorted(int(t) for t in re.findall(r"^    tid (\d+)", txt, re.M))
+tids = sorted(int(t) for t in re.findall(r"^    tid (\d+) .* pc 0x", txt, re.M))
 need(sorted(t["tid"] for t in p["threads"]) == tids, "tids differ")
 for t in p["threads"]:
     need(re.fullmatch(r"0x[0-9a-f]+", t["pc"]) and isinstance(t["syscall"], int), "thread %r" % t)

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Terminals above fd 2 come back as restart-loader's controlling terminal:
+# Terminals above fd 2:
 # - tests/progs/ttyfd on a terminal (script(1)) holds fd 3 (/dev/tty),
 #   fd 10 (the terminal by name) and fd 255 (a dup of fd 2, as bash's);
-#   after saver --kill, restart-loader without a controlling terminal
-#   refuses, saying so, and nothing runs; on another terminal it goes on,
-#   writing through all three onto the new terminal, fd 255 still sharing
-#   fd 2's open file description, and finishes;
+#   saver refuses fds 3 and 10 (terminals outside the image that are not
+#   std streams: restart-loader may have no terminal to give), naming the
+#   option, and the program runs on; with --external-fd 3:tty and 10:tty
+#   it saves them as restart-loader's controlling terminal, fd 255 as a
+#   copy of fd 2; after --kill, restart-loader without a controlling
+#   terminal refuses, saying so, and nothing runs; on another terminal it
+#   goes on, writing through all three onto the new terminal, fd 255
+#   still sharing fd 2's open file description, and finishes;
 # - an interactive bash (-i, with its fd 255) running a loop of builtins
 #   on a terminal does the same.
 . "$(dirname "$0")/lib.sh"
@@ -30,10 +34,22 @@ wait_line "$T/tty1.out" $'^fd255 3\r?$'
 pid=$(cat "$T/pid")
 STARTED+=("$pid")
 [ "$(readlink "/proc/$pid/fd/3")" = /dev/tty ] || fail "fd 3 is $(readlink "/proc/$pid/fd/3")"
-checkpoint_kill "$pid" "$T/img.ckpt"
-for fd in 3 10 255; do
-	grep -qE "^ *fd $fd +tty " "$T/info.out" || fail "fd $fd is not saved as a terminal: $(grep ' fd ' "$T/info.out")"
+st=0
+"$SAVER" --kill -o "$T/refused.ckpt" "$pid" 2>"$T/refused.err" || st=$?
+[ $st = 1 ] || fail "saver accepted terminals above fd 2 without --external-fd (status $st)"
+[ "$(wc -l <"$T/refused.err")" = 1 ] || fail "not one line: $(cat "$T/refused.err")"
+grep -q "pid $pid fd 3: terminal (/dev/tty) leads outside .*--external-fd 3:close|null|inherit|tty" "$T/refused.err" ||
+	fail "the refusal does not name fd 3 and the option: $(cat "$T/refused.err")"
+[ ! -e "$T/refused.ckpt" ] || fail "an image was left"
+n=$(strip "$T/tty1.out" | sed -n 's/^fd255 \([0-9]*\)$/\1/p' | tail -n 1)
+wait_line "$T/tty1.out" $'^fd255 '$((n + 2))$'\r?$'
+checkpoint "$pid" "$T/img.ckpt" --kill --external-fd 3:tty --external-fd "$pid:10:tty"
+wait "$pid" 2>/dev/null || true
+for fd in 3 10; do
+	grep -qE "^ *fd $fd +extern .*restored as restart-loader's terminal" "$T/info.out" ||
+		fail "fd $fd is not saved as the loader's terminal: $(grep ' fd ' "$T/info.out")"
 done
+grep -qE "^ *fd 255 +stdio " "$T/info.out" || fail "fd 255 does not follow fd 2: $(grep ' fd ' "$T/info.out")"
 wait "$SPID" 2>/dev/null || true
 strip "$T/tty1.out" >"$T/first.out"
 before=$(last_tick "$T/first.out")

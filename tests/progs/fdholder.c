@@ -4,7 +4,7 @@
  * saver and restart-loader do with it (a refused checkpoint leaves it
  * running). KIND, with files made in the working directory:
  *
- *   pidfd           a pidfd of itself (not supported)
+ *   pidfd           a pidfd of its parent, outside the image (not supported)
  *   netlink         a netlink (route) socket (not supported)
  *   proc-self       /proc/self/stat (not supported: a file of the process
  *                   itself, which a restore gives another pid or none)
@@ -14,9 +14,15 @@
  *                   creates "new": an event nobody read
  *   epoll-closed    an epoll whose target, added as fd 4, now lives at
  *                   fd 5 only
- *   deleted-big     a deleted file of 65 MiB (sparse)
- *   deleted-linked  a file with two names, one deleted ("b" remains)
+ *   deleted-linked-far  a file with two names, one deleted, the other
+ *                   (../far/x/y/b) far from the process's directories
  *   memfd-sealed    a memfd sealed against writing, also mapped shared
+ *   mqueue          a POSIX message queue (mq_open: not supported; it
+ *                   looks like a regular file, "/NAME", reopened by that
+ *                   name it would be another file)
+ *   fanotify        a fanotify group (not supported)
+ *   aio             an aio context (io_setup: a ring mapped shared, not
+ *                   supported)
  *   deleted         sub/f, 6 bytes, deleted; reading it from offset 2 each
  *                   tick must give "llo\n", else "FAIL" and exit 1
  *
@@ -27,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <mqueue.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
@@ -78,16 +85,28 @@ static int hold_file(const char *kind)
 		return epoll_closed() ? -1 : 0;
 	if (!strcmp(kind, "deleted"))
 		return deleted() ? -1 : 0;
-	if (!strcmp(kind, "deleted-big"))
-		return (fd = open(".", O_TMPFILE | O_RDWR, 0600)) != 3 ||
-		       ftruncate(fd, 65 << 20) ? -1 : 0;
 	if (!strcmp(kind, "memfd-sealed"))
 		return (fd = memfd_create("sealed", MFD_ALLOW_SEALING)) != 3 ||
 		       ftruncate(fd, 4096) || fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) ||
 		       mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED ? -1 : 0;
-	if (!strcmp(kind, "deleted-linked"))
-		return open("a", O_RDWR | O_CREAT, 0644) != 3 || link("a", "b") ||
-		       unlink("a") ? -1 : 0;
+	if (!strcmp(kind, "mqueue")) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "/ibcr-test-%d", (int)getpid());
+		fd = (int)mq_open(name, O_CREAT | O_RDWR, 0600, NULL);
+		return fd != 3 || mq_unlink(name) ? -1 : 0;
+	}
+	if (!strcmp(kind, "fanotify"))
+		return (int)syscall(SYS_fanotify_init, 0, O_RDONLY) != 3 ? -1 : 0;
+	if (!strcmp(kind, "aio")) {
+		unsigned long ctx = 0;
+
+		return syscall(SYS_io_setup, 8, &ctx) || eventfd(0, 0) != 3 ? -1 : 0;
+	}
+	if (!strcmp(kind, "deleted-linked-far"))
+		return mkdir("../far", 0755) || mkdir("../far/x", 0755) ||
+		       mkdir("../far/x/y", 0755) || open("a", O_RDWR | O_CREAT, 0644) != 3 ||
+		       link("a", "../far/x/y/b") || unlink("a") ? -1 : 0;
 	return -1;
 }
 
@@ -99,7 +118,7 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return 2;
 	if (!strcmp(argv[1], "pidfd")) {
-		if (syscall(SYS_pidfd_open, getpid(), 0) != 3)
+		if (syscall(SYS_pidfd_open, getppid(), 0) != 3)
 			return 2;
 	} else if (!strcmp(argv[1], "eventfd")) {
 		if (eventfd(0, 0) != 3)

@@ -26,6 +26,14 @@
  *                                   had just returned from, when stopped
  *                                   (x86_64: orig_rax; aarch64: x8, which
  *                                   may be stale), -1 for none
+ *   imgtool set-oom IMAGE VALUE     sets oom_score_adj in the first PATTRS
+ *                                   section and recomputes its CRCs: a
+ *                                   value the restorer may not set
+ *   imgtool vdso-rename IMAGE FROM TO
+ *                                   replaces every FROM in the saved
+ *                                   [vdso] (VDSO section) by TO, of the
+ *                                   same length (a symbol renamed), and
+ *                                   makes every CRC that covers it right
  *   imgtool cached IMAGE            how many bytes of IMAGE are in the
  *                                   page cache (mincore), without reading
  *                                   it: did the saver write past it?
@@ -83,7 +91,11 @@ static const struct {
 	{ IBCR_SEC_PAGES, "PAGES" },	   { IBCR_SEC_VMAS, "VMAS" },
 	{ IBCR_SEC_OPAQUE, "OPAQUE" },	   { IBCR_SEC_FILEOBJS, "FILEOBJS" },
 	{ IBCR_SEC_SYSVSHM, "SYSVSHM" },   { IBCR_SEC_SYSVSEM, "SYSVSEM" },
-	{ IBCR_SEC_SYSVMSG, "SYSVMSG" },
+	{ IBCR_SEC_SYSVMSG, "SYSVMSG" },   { IBCR_SEC_CREDS, "CREDS" },
+	{ IBCR_SEC_SECCOMP, "SECCOMP" },   { IBCR_SEC_PATTRS, "PATTRS" },
+	{ IBCR_SEC_TATTRS, "TATTRS" },	   { IBCR_SEC_FILEDATA, "FILEDATA" },
+	{ IBCR_SEC_FILEATTRS, "FILEATTRS" }, { IBCR_SEC_VDSO, "VDSO" },
+	{ IBCR_SEC_BACKING, "BACKING" },
 	{ IBCR_SEC_END, "END" },
 };
 
@@ -287,6 +299,77 @@ static void cmd_set_header(const char *field, const char *value)
 	store();
 }
 
+/* A section's payload changed in place: its data CRC and header CRC again. */
+static void reseal(const struct sec *x)
+{
+	uint32_t crc = crc32c(at(x->payload, x->size), x->size);
+
+	memcpy(at(x->off + offsetof(struct ibcr_sec_hdr, data_crc), 4), &crc, 4);
+	crc = crc32c(at(x->off, offsetof(struct ibcr_sec_hdr, hdr_crc)),
+		     offsetof(struct ibcr_sec_hdr, hdr_crc));
+	memcpy(at(x->off + offsetof(struct ibcr_sec_hdr, hdr_crc), 4), &crc, 4);
+}
+
+static void cmd_set_oom(const char *value)
+{
+	const struct sec *x = first(IBCR_SEC_PATTRS);
+	int32_t v = (int32_t)strtol(value, NULL, 0);
+
+	memcpy(at(x->payload + offsetof(struct ibcr_pattrs, oom_score_adj), 4), &v, 4);
+	reseal(x);
+	store();
+}
+
+/* Every [vdso] region's identity: the CRC-32C of the saved bytes. */
+static void set_vdso_ino(uint32_t crc)
+{
+	struct sec *s;
+	size_t n = sections(&s);
+
+	for (size_t i = 0; i < n; i++) {
+		struct ibcr_vmas_hdr h;
+		uint64_t strtab;
+
+		if (s[i].type != IBCR_SEC_VMAS)
+			continue;
+		memcpy(&h, at(s[i].payload, sizeof(h)), sizeof(h));
+		strtab = s[i].payload + sizeof(h) + h.nvmas * sizeof(struct ibcr_vma) +
+			 h.nruns * sizeof(struct ibcr_run);
+		for (uint32_t k = 0; k < h.nvmas; k++) {
+			uint64_t off = s[i].payload + sizeof(h) + k * sizeof(struct ibcr_vma);
+			struct ibcr_vma v;
+
+			memcpy(&v, at(off, sizeof(v)), sizeof(v));
+			if (v.kind != IBCR_VMA_SPECIAL ||
+			    strcmp((const char *)at(strtab + v.name_off, 7), "[vdso]"))
+				continue;
+			v.file_ino = crc;
+			memcpy(at(off, sizeof(v)), &v, sizeof(v));
+		}
+		reseal(&s[i]);
+	}
+}
+
+static void cmd_vdso_rename(const char *from, const char *to)
+{
+	const struct sec *s = first(IBCR_SEC_VDSO);
+	uint8_t *p = at(s->payload, s->size);
+	size_t k = strlen(from), hits = 0;
+
+	if (strlen(to) != k || !k)
+		die("vdso-rename: %s and %s differ in length", from, to);
+	for (uint64_t i = 0; i + k <= s->size; i++)
+		if (!memcmp(p + i, from, k)) {
+			memcpy(p + i, to, k);
+			hits++;
+		}
+	if (!hits)
+		die("vdso-rename: no %s in the saved [vdso]", from);
+	reseal(s);
+	set_vdso_ino(crc32c(p, s->size));
+	store();
+}
+
 static void cmd_syscall(const char *comm)
 {
 	uint32_t arch;
@@ -370,7 +453,7 @@ int main(int argc, char **argv)
 	const char *cmd = argc > 2 ? argv[1] : "";
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: imgtool sections|flip|flip-region|set-header|syscall|xstate|cached "
+		fprintf(stderr, "usage: imgtool sections|flip|flip-region|set-header|set-oom|syscall|xstate|vdso-rename|cached "
 				"IMAGE [ARGS]\n");
 		return 2;
 	}
@@ -387,10 +470,14 @@ int main(int argc, char **argv)
 		cmd_flip_region(argc == 4 ? (unsigned)atoi(argv[3]) % 100 : 50);
 	else if (!strcmp(cmd, "set-header") && argc == 5)
 		cmd_set_header(argv[3], argv[4]);
+	else if (!strcmp(cmd, "set-oom") && argc == 4)
+		cmd_set_oom(argv[3]);
 	else if (!strcmp(cmd, "syscall") && argc == 4)
 		cmd_syscall(argv[3]);
 	else if (!strcmp(cmd, "xstate") && argc == 4)
 		cmd_xstate(argv[3]);
+	else if (!strcmp(cmd, "vdso-rename") && argc == 5)
+		cmd_vdso_rename(argv[3], argv[4]);
 	else
 		die("unknown command or wrong arguments: %s", cmd);
 	return 0;

@@ -70,6 +70,10 @@ static void fill_process(struct ibcr_process_state *ps)
 	static char *names[3] = { "[heap]", "/usr/lib/libc.so", "[vdso]" };
 	static struct ibcr_run runs[2] = { { 0x10000, 2 }, { 0x13000, 1 } };
 	static struct ibcr_fd fds[1] = { { .fd = 3, .obj = 0 } };
+	static struct ibcr_creds creds[2];
+	static uint32_t groups[3] = { 4, 24, 27 };
+	static struct ibcr_seccomp_filter filter = { 0, 2, 0, 1 };
+	static uint64_t insn = 0x7fff000000000006ull;	/* ret ALLOW */
 
 	memset(ps, 0, sizeof(*ps));
 	ps->rec.pid = 4242;
@@ -107,6 +111,16 @@ static void fill_process(struct ibcr_process_state *ps)
 	ps->runs = runs;
 	ps->nfds = 1;
 	ps->fds = fds;
+	creds[0] = (struct ibcr_creds){ .uid = { 1, 2, 3, 4 }, .cap_prm = 0x21, .cap_eff = 1,
+					.group0 = 0, .ngroups = 3, .loginuid = 42 };
+	creds[1] = creds[0];
+	creds[1].seccomp = IBCR_SECCOMP_FILTER;
+	creds[1].filter = 1;
+	creds[1].flags = IBCR_CREDF_NO_NEW_PRIVS;
+	ps->priv = (struct ibcr_priv){ .hdr = { .nthreads = 2, .ngroups = 3, .dumpable = 1 },
+				       .creds = creds, .groups = groups, .root = "/jail",
+				       .nfilters = 1, .ninsns = 1, .filters = &filter,
+				       .insns = &insn };
 }
 
 /* One regular file at offset 77 and a pipe end holding 3 bytes. */
@@ -163,6 +177,12 @@ static uint64_t write_image_with(unsigned flags, uint64_t npages)
 	}
 	assert_int_equal(imgw_section(&w, IBCR_SEC_SIGACT, 0, NULL, ps.sigact,
 				      sizeof(ps.sigact), &e), 0);
+	b.len = 0;
+	enc_creds(&b, &ps.priv);
+	assert_int_equal(imgw_section(&w, IBCR_SEC_CREDS, 0, NULL, b.p, b.len, &e), 0);
+	b.len = 0;
+	enc_seccomp(&b, &ps.priv);
+	assert_int_equal(imgw_section(&w, IBCR_SEC_SECCOMP, 0, NULL, b.p, b.len, &e), 0);
 	b.len = 0;
 	enc_files(&b, &ps);
 	assert_int_equal(imgw_section(&w, IBCR_SEC_FILES, 0, NULL, b.p, b.len, &e), 0);
@@ -232,6 +252,14 @@ static void round_trip(void **state)
 	assert_int_equal(ps.nvmas, 3);
 	assert_string_equal(ps.vma_names[1], "/usr/lib/libc.so");
 	assert_int_equal(ps.runs[1].addr, 0x13000);
+	assert_int_equal(ps.priv.hdr.nthreads, 2);
+	assert_int_equal(ps.priv.creds[1].uid[3], 4);
+	assert_int_equal(ps.priv.creds[1].cap_prm, 0x21);
+	assert_int_equal(ps.priv.groups[ps.priv.creds[1].group0 + 2], 27);
+	assert_string_equal(ps.priv.root, "/jail");
+	assert_int_equal(ps.priv.creds[1].filter, 1);
+	assert_int_equal(ps.priv.filters[0].flags, 2);
+	assert_int_equal(ps.priv.insns[0], 0x7fff000000000006ull);
 	assert_int_equal(imgr_load_files(&r, &files, &e), 0);
 	assert_int_equal(ibcr_check_fds(&ps, &files, &e), 0);
 	assert_int_equal(ps.fds[0].fd, 3);

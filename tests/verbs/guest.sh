@@ -9,6 +9,8 @@
 #          (guest.sh main RWDIR CHECK... runs only the checks named)
 #   fresh  restart of that image in a fresh boot (extra objects first)
 #   nodev  restart of that image with no RDMA device (--net none)
+#   kernel2  rc_pp, epoll/rdma_cm, Open MPI over UCX and eventfds again, on
+#          the distribution's other kernel (6.12)
 #   bench  shim overhead: ib_send_lat and ib_write_bw without and with it
 #
 # Every background process runs under timeout(1); the checks synchronise on
@@ -56,7 +58,7 @@ check() {
 		done
 	fi
 	# No stray process may outlive its check.
-	pkill -KILL -f "$T/|ibv_(rc|ud|srq)_pingpong|ib_send_lat|ib_write_bw|restart-loader" 2>/dev/null || true
+	pkill -KILL -f "$T/|ibv_(rc|ud|srq)_pingpong|ib_send_lat|ib_write_bw|restart-loader|mpirun|mpiring" 2>/dev/null || true
 	return 0
 }
 
@@ -369,6 +371,133 @@ t_no_device() {
 	return 0
 }
 
+# ------------------------------------------------- what UCX and MPI use
+
+# epoll on the async fd and a completion channel, an rdma_cm channel:
+# checkpointed, restarted, checkpointed again while restarted, restarted.
+t_epoll_rdmacm() {
+	local lp rc=0
+	timeout 600 "$L" "$T/epollcm" 400 20 >prog.out 2>&1 &
+	lp=$!
+	wait_for prog.out '^iter 50 ok' 120 $lp || fail "epollcm did not get going"
+	pid=$(sed -n 's/^epollcm pid \([0-9]*\).*/\1/p' prog.out)
+	"$S/saver" --kill -o job.ckpt "$pid" || fail "saver failed"
+	wait $lp
+	grep -q DONE prog.out && fail "epollcm finished before the checkpoint"
+	timeout -k 10 600 "$S/restart-loader" job.ckpt >restart1.out 2>&1 &
+	lp=$!
+	wait_for prog.out '^iter 150 ok' 120 $lp || fail "the restart did not run on"
+	"$S/saver" --kill -o job2.ckpt "$pid" || fail "second checkpoint failed"
+	wait $lp
+	grep -q DONE prog.out && fail "epollcm finished before the second checkpoint"
+	run_loader 300 job2.ckpt || rc=$?
+	((rc == 0)) || fail "restart-loader exit status $rc: $(tail -n 3 restart.out)"
+	grep -q '^DONE 400 iterations verified' prog.out || fail "epollcm did not finish"
+	echo "info: $(head -n 1 prog.out)"
+}
+
+# A CM id alive: the checkpoint is refused, naming it; the program runs on.
+t_cm_id_refused() {
+	local lp rc=0
+	timeout 600 "$L" "$T/epollcm" -i 200 20 >prog.out 2>&1 &
+	lp=$!
+	wait_for prog.out '^iter 20 ok' 120 $lp || fail "epollcm did not get going"
+	pid=$(sed -n 's/^epollcm pid \([0-9]*\).*/\1/p' prog.out)
+	"$S/saver" --kill -o job.ckpt "$pid" 2>saver.err && fail "the saver did not refuse"
+	cat saver.err
+	grep -q "pid $pid: the verbs shim could not quiesce: quiesce: 1 RDMA CM id is alive" saver.err ||
+		fail "the message does not name the CM id: $(cat saver.err)"
+	[[ ! -e job.ckpt ]] || fail "an image was left"
+	wait $lp || rc=$?
+	((rc == 0)) || fail "epollcm failed after the refusal (status $rc)"
+	grep -q '^DONE 200 iterations verified' prog.out || fail "epollcm did not run on to the end"
+	sed 's/^/info: /' saver.err
+}
+
+# Open MPI over UCX verbs (rc_verbs, ud_verbs), as a user starts it: the
+# 4-rank job saved with --tree from mpirun mid-run and killed, restarted,
+# saved again while running restarted, killed, restarted: the right
+# answer, every step verified by the ranks, ticks continuous; the ranks'
+# QPs new after each restart and RoCE traffic going on.
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np 4 --mca pml ucx --mca btl self
+	--mca oob_tcp_if_include lo -x UCX_TLS=rc_verbs,ud_verbs,self -x UCX_NET_DEVICES=rxe0:1
+	-x UCX_UD_VERBS_ETH_DGID_CHECK=n)
+# Device contexts the ranks hold: one each before a restart; after it the
+# shim's new one too (the rebuild's objects; `rdma resource show qp` lists
+# no QP made by the rebuilding thread of a restored process on 6.1).
+rank_devs() {	# rank_devs PID...
+	local p
+	for p in "$@"; do
+		readlink /proc/$p/fd/* | grep -c /dev/infiniband/uverbs
+	done | tr '\n' ' '
+}
+sent_pkts() { cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts; }
+mpi_wait_tick() {	# mpi_wait_tick N PID: rank 0 printed tick N
+	wait_for mpi.out "^tick $1 " 300 "$2" || fail "the job did not reach tick $1"
+}
+t_ckpt_mpi_ucx() {
+	local mp lp q0 q1 pk ranks rc=0
+	timeout 900 "$L" "${MPIRUN[@]}" "$B/tests/progs/mpiring" 1000 5 >mpi.out 2>&1 &
+	lp=$!
+	mpi_wait_tick 5 $lp
+	mp=$(pgrep -x mpirun) || fail "no mpirun"
+	ranks=$(pgrep -P "$mp" -f mpiring | tr '\n' ' ')
+	[[ $(echo $ranks | wc -w) == 4 ]] || fail "mpirun has not 4 ranks: $ranks"
+	q0=$(rank_devs $ranks)
+	[[ $q0 == "1 1 1 1 " ]] || fail "the ranks have not one verbs device open each: $q0"
+	pk=$(sent_pkts)
+	mpi_wait_tick $(($(grep -c '^tick' mpi.out) + 2)) $lp
+	(($(sent_pkts) > pk)) || fail "no RoCE packets sent: not over verbs"
+	echo "info: $SECONDS s: tick $(grep -c '^tick' mpi.out), checkpoint"
+	"$S/saver" --tree --kill -o job.ckpt "$mp" || fail "saver --tree failed"
+	echo "info: $SECONDS s: restart"
+	wait $lp
+	grep -q ANSWER mpi.out && fail "the job finished before the checkpoint"
+	timeout -k 10 900 "$S/restart-loader" job.ckpt >restart1.out 2>&1 &
+	lp=$!
+	# the ticks written before the checkpoint are there already
+	mpi_wait_tick $(($(grep -c '^tick' mpi.out) + 3)) $lp
+	q1=$(rank_devs $ranks)
+	[[ $q1 == "2 2 2 2 " ]] || fail "the ranks have not their new device contexts: $q1"
+	pk=$(sent_pkts)
+	mpi_wait_tick $(($(grep -c '^tick' mpi.out) + 2)) $lp
+	(($(sent_pkts) > pk)) || fail "no RoCE packets sent after the restart"
+	echo "info: $SECONDS s: tick $(grep -c '^tick' mpi.out), second checkpoint"
+	"$S/saver" --tree --kill -o job2.ckpt "$mp" || fail "second saver --tree failed"
+	echo "info: $SECONDS s: second restart"
+	wait $lp
+	grep -q ANSWER mpi.out && fail "the job finished before the second checkpoint"
+	run_loader 900 job2.ckpt || rc=$?
+	((rc == 0)) || fail "restart-loader exit status $rc: $(tail -n 3 restart.out)"
+	grep FAIL mpi.out && fail "a rank found a wrong result"
+	grep -q '^ANSWER ok' mpi.out || fail "no right answer: $(tail -n 3 mpi.out)"
+	[[ $(grep -c '^tick' mpi.out) == 100 ]] || fail "$(grep -c '^tick' mpi.out) ticks, want 100"
+	[[ $(sed -n 's/^tick \([0-9]*\).*/\1/p' mpi.out | sort -n | uniq | wc -l) == 100 ]] ||
+		fail "ticks missing or repeated"
+	echo "info: $SECONDS s: $(grep ANSWER mpi.out)"
+}
+
+# The guest's kernel (6.1: its eventfd fdinfo does not show the semaphore
+# mode, which the saver then tests): eventfds of both modes at counts 0, 1
+# and more, checked by the program itself after the restore; then the
+# host suite's Open MPI job over shared memory and TCP (t_mpi), whose
+# runtime holds eventfds.
+t_guest_kernel() {
+	local lp rc=0
+	timeout 600 "$T/efdmodes" 40 100 >prog.out 2>&1 &
+	lp=$!
+	wait_for prog.out '^tick 5 ' 120 $lp || fail "efdmodes did not get going"
+	"$S/saver" --kill -o job.ckpt "$(sed -n 's/^tick 5 pid \([0-9]*\).*/\1/p' prog.out)" 2>saver.err ||
+		fail "saver failed on $(uname -r): $(cat saver.err)"
+	wait $lp
+	run_loader 300 job.ckpt || rc=$?
+	((rc == 0)) || fail "restart-loader exit status $rc: $(tail -n 3 prog.out)"
+	grep -q '^DONE 6 eventfds as they were' prog.out || fail "efdmodes: $(tail -n 1 prog.out)"
+	(cd "$ROOT" && tests/integration/run.sh t_mpi) >suite.out 2>&1 ||
+		{ tail -n 30 suite.out; fail "t_mpi failed on $(uname -r)"; }
+	echo "info: eventfds and t_mpi on $(uname -r)"
+}
+
 # ------------------------------------------------------------------ bench
 
 # perf_once TOOL PORT LAUNCH ARGS...: one server+client run; prints the
@@ -458,7 +587,18 @@ main)
 	check_main ckpt_ud_pingpong t_ckpt_ud_pingpong
 	check_main ckpt_srq_pingpong t_ckpt_srq_pingpong
 	check_main ckpt_missing_peer t_missing_peer
+	check_main epoll_rdmacm t_epoll_rdmacm
+	check_main cm_id_refused t_cm_id_refused
+	check_main ckpt_mpi_ucx t_ckpt_mpi_ucx
+	check_main guest_kernel_eventfd_mpi t_guest_kernel
 	check_main fresh_boot_prepare t_fresh_prepare
+	;;
+kernel2)	# the distribution's other kernel (run-guest.sh: IBCR_VM_KSERIES)
+	echo "kernel $(uname -r)"
+	check ckpt_rc_pp_$(uname -r) t_ckpt_rc_pp
+	check epoll_rdmacm_$(uname -r) t_epoll_rdmacm
+	check ckpt_mpi_ucx_$(uname -r) t_ckpt_mpi_ucx
+	check guest_kernel_eventfd_mpi_$(uname -r) t_guest_kernel
 	;;
 fresh) check fresh_boot_restart t_fresh_restart ;;
 nodev) check no_device_restart t_no_device ;;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/verbs/run-guest.sh - every verbs check, in three boots of the x86
+# tests/verbs/run-guest.sh - every verbs check, in four boots of the x86
 # guest with Soft-RoCE (tools/vm/x86-vm.sh):
 #
 #   boot 1 (rxe0)       shim with and without, in-process rebuild self-test,
@@ -9,6 +9,8 @@
 #   boot 2 (rxe0)       that image restarted in a fresh boot (extra QPs/MRs
 #                       created first so the new numbers differ)
 #   boot 3 (--net none) that image restarted with no RDMA device: refused
+#   boot 4 (rxe0, 6.12) rc_pp, epoll/rdma_cm, Open MPI over UCX, eventfds on
+#                       Debian 12's other kernel (IBCR_VERBS_KSERIES2, 6.12)
 #
 # Prints PASS/FAIL per check and a summary; exits non-zero on any failure.
 # IBCR_VERBS_TOOLS=DIR takes saver and restart-loader from DIR.
@@ -79,6 +81,8 @@ boot main
 if ((!main_only)); then
 	boot fresh
 	boot nodev --net none
+	# Debian 12's other kernel: what Open MPI over UCX needs, again
+	IBCR_VM_KSERIES=${IBCR_VERBS_KSERIES2:-6.12} boot kernel2
 fi
 echo "verbs: $passed passed, $failed failed ($((SECONDS - t0)) s)"
 ((failed == 0))

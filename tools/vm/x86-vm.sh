@@ -30,6 +30,8 @@
 # Environment:
 #   IBCR_VM_CACHE      cache root (default /var/cache/ibcr-vm; this script uses
 #                      its x86_64/ subdirectory)
+#   IBCR_VM_KSERIES    a kernel series of the distribution, e.g. 6.12: its newest
+#                      ABI (meta package linux-image-6.12-amd64)
 #   IBCR_VM_KVER       pin the guest kernel ABI, e.g. 6.1.0-57-amd64 (default:
 #                      what linux-image-amd64 depends on)
 #   IBCR_VM_SKIP_DEPS=1  don't run tools/vm/deps-x86.sh
@@ -158,13 +160,15 @@ release_cache_lock() {
 # apt-cache takes ~1.5 s here (no pkgcache.bin), so the answer is remembered
 # in $CACHE/apt-abi for as long as the package lists stay the same.
 apt_kernel_abi() {
-    local key memo=$CACHE/apt-abi kver mkey
+    # IBCR_VM_KSERIES=6.12: the newest ABI of that series (its meta package)
+    local meta=linux-image-${IBCR_VM_KSERIES:+$IBCR_VM_KSERIES-}amd64
+    local key memo=$CACHE/apt-abi${IBCR_VM_KSERIES:+-$IBCR_VM_KSERIES} kver mkey
     key=$(find /var/lib/apt/lists/ -maxdepth 1 -printf '%f %s %T@\n' 2>/dev/null | sort | md5sum | cut -c1-32)
     if [[ -f $memo ]] && read -r mkey kver <"$memo" && [[ $mkey == "$key" && -n $kver ]]; then
         echo "$kver"
         return
     fi
-    kver=$(apt-cache depends linux-image-amd64 2>/dev/null |
+    kver=$(apt-cache depends "$meta" 2>/dev/null |
         sed -n 's/^ *Depends: linux-image-\([^ ]*\)$/\1/p' | head -n 1) || true
     if [[ -n $kver ]] && mkdir -p "$CACHE" 2>/dev/null; then
         if ! { echo "$key $kver" >"$memo.$$" && mv -f "$memo.$$" "$memo"; }; then
@@ -241,7 +245,7 @@ resolve_kernel() {
         apt-get -q -o DPkg::Lock::Timeout=600 update >/dev/null 2>&1 || break
     done
     kver=$(newest_cached_abi)
-    [[ -n $kver ]] || die "cannot resolve or download Debian's x86_64 kernel (apt-cache depends linux-image-amd64)"
+    [[ -n $kver ]] || die "cannot resolve or download Debian's x86_64 kernel (apt-cache depends linux-image-${IBCR_VM_KSERIES:+$IBCR_VM_KSERIES-}amd64)"
     note "apt cannot provide the current kernel; using cached $kver"
     echo "$kver"
 }

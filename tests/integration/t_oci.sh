@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# A container with nothing but the loader and a self-contained image:
+# Debian's python3 (dynamically linked) is checkpointed with
+# --self-contained --kill, ckpt-oci makes an OCI image layout of it,
+# umoci unpacks it into a bundle whose root holds only restart-loader and
+# image.ckpt, and runc runs it: the program goes on from where it was,
+# with its original PID inside the container's PID namespace, and its
+# output reaches the container's stdout. Run again detached, `runc kill
+# ID TERM` stops it (the loader, the container's init, passes the signal
+# on) and `runc delete` removes it. The bundle's runtime config gets
+# CAP_CHECKPOINT_RESTORE (to give the original PID back) and no rlimits
+# of its own (the process's come back), terminal off (stdout is a pipe).
+. "$(dirname "$0")/lib.sh"
+is_root || fail "runc needs root here"
+for t in umoci runc python3; do
+	command -v $t >/dev/null || fail "$t missing (tools/deps.sh check installs it)"
+done
+ID=ibcr-t-oci-$$
+cleanup_oci() { runc kill "$ID" KILL 2>/dev/null || true; runc delete -f "$ID" 2>/dev/null || true; }
+trap 'cleanup_oci; cleanup' EXIT
+
+cat >"$T/prog.py" <<'EOS'
+import os, sys, time
+for i in range(int(sys.argv[1])):
+    print("tick", i, "pid", os.getpid(), flush=True)
+    time.sleep(0.03)
+print("DONE pid", os.getpid(), flush=True)
+EOS
+# stdout a pipe to the outside: restored, it is the loader's (the container's)
+( "$PROGS/clean-exec" /usr/bin/python3 "$T/prog.py" 400 </dev/null 2>&1 | cat >"$T/prog.out" ) &
+STARTED+=($!)
+wait_line "$T/prog.out" '^tick 5 '
+pid=$(sed -n 's/^tick 5 pid \([0-9]*\)$/\1/p' "$T/prog.out")
+checkpoint "$pid" "$T/app.ckpt" --self-contained --compress --kill
+before=$(last_tick "$T/prog.out")
+"$B/ckpt-oci" "$T/app.ckpt" -o "$T/layout" || fail "ckpt-oci failed"
+
+# bundle NAME: the layout unpacked, its runtime config adjusted
+bundle() {
+	umoci unpack --image "$T/layout:latest" "$T/$1" >"$T/umoci.out" 2>&1 ||
+		fail "umoci unpack: $(cat "$T/umoci.out")"
+	[ "$(cd "$T/$1/rootfs" && find . -mindepth 1 | sort | tr '\n' ' ')" = "./image.ckpt ./restart-loader " ] ||
+		fail "the container's root holds more: $(cd "$T/$1/rootfs" && find . | head)"
+	python3 - "$T/$1/config.json" <<'EOS'
+import json, sys
+c = json.load(open(sys.argv[1]))
+p = c["process"]
+p["terminal"] = False
+p.pop("rlimits", None)
+for k in p["capabilities"]:
+    p["capabilities"][k].append("CAP_CHECKPOINT_RESTORE")
+json.dump(c, open(sys.argv[1], "w"))
+EOS
+}
+
+bundle run1
+st=0
+timeout 120 runc run -b "$T/run1" "$ID" >"$T/run1.out" 2>"$T/run1.err" </dev/null || st=$?
+[ "$st" = 0 ] || fail "runc run exited with $st: $(cat "$T/run1.err")"
+first=$(ticks "$T/run1.out" | head -n 1)
+[ "$first" = $((before + 1)) ] || fail "the container's output starts at tick ${first:-none}, not $((before + 1))"
+grep -q "^DONE pid $pid\$" "$T/run1.out" || fail "no DONE with the original pid $pid: $(tail -n 2 "$T/run1.out")"
+[ "$(pids_in "$T/run1.out")" = "$pid" ] || fail "pids in the container: $(pids_in "$T/run1.out")"
+runc state "$ID" >/dev/null 2>&1 && fail "the container is still there after it ended"
+
+bundle run2
+runc run -d -b "$T/run2" "$ID" >"$T/run2.out" 2>"$T/run2.err" </dev/null ||
+	fail "runc run -d: $(cat "$T/run2.err")"
+wait_line "$T/run2.out" "^tick $((before + 5)) pid $pid\$"
+runc state "$ID" | grep -q '"status": "running"' || fail "runc state: $(runc state "$ID")"
+runc kill "$ID" TERM || fail "runc kill TERM failed"
+for ((i = 0; i < 200; i++)); do
+	runc state "$ID" | grep -q '"status": "stopped"' && break
+	sleep 0.05
+done
+runc state "$ID" | grep -q '"status": "stopped"' || fail "TERM did not stop the container: $(runc state "$ID")"
+grep -q '^DONE' "$T/run2.out" && fail "the program ran to its end despite TERM"
+runc delete "$ID" || fail "runc delete failed"
+runc state "$ID" >/dev/null 2>&1 && fail "the container is still there after runc delete"
+exit 0
