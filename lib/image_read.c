@@ -40,6 +40,8 @@ const char *ibcr_sec_type_name(uint32_t type)
 	case IBCR_SEC_FILEATTRS: return "FILEATTRS";
 	case IBCR_SEC_BACKING: return "BACKING";
 	case IBCR_SEC_VDSO: return "VDSO";
+	case IBCR_SEC_SOCKOPTS: return "SOCKOPTS";
+	case IBCR_SEC_NETLOCK: return "NETLOCK";
 	case IBCR_SEC_END: return "END";
 	}
 	return "unknown";

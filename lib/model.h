@@ -75,6 +75,7 @@ struct ibcr_process_state {
 };
 
 /* The image's open file descriptions, shared by its processes. */
+struct ibcr_sockopts;
 struct ibcr_files {
 	uint32_t nobjs;
 	struct ibcr_fobj *objs;
@@ -84,6 +85,7 @@ struct ibcr_files {
 	uint64_t filedata_off;	/* reader: file offset of FILEDATA's payload */
 	uint64_t filedata_size;
 	int filedata_fd;	/* reader: the image, to read FILEDATA from */
+	const struct ibcr_sockopts *sockopts;	/* loader: the sockets' options */
 };
 
 /* The image's SysV shared memory segments (SYSVSHM section). */

@@ -85,6 +85,16 @@ int tcp_repair_on(int s);
 int tcp_restore(int s, const uint8_t *data, uint64_t len, const struct sockaddr *peer,
 		socklen_t plen);
 int tcp_finish(const struct ibcr_files *f, const int *fds, struct ibcr_err *e);
+/* tcpstate.c: SYNs and FINs that repair mode cannot set, before the lock goes */
+int tcp_replay(const struct ibcr_files *f, const int *fds, struct ibcr_err *e);
+int tcp_fin_in_repair(int s, const struct ibcr_tcp *t);
+int tcp_fin_after_data(int s, const struct ibcr_tcp *t);
+struct sockaddr_in6;
+/* inject.c: packets from a peer into a restored socket, past the lock */
+int tcp_send_fin(const struct sockaddr_in6 *local, const struct sockaddr_in6 *peer,
+		 uint32_t seq, uint32_t ack, uint16_t window, int fin);
+int udp_send_again(const struct sockaddr_in6 *local, const struct sockaddr_in6 *from,
+		   const uint8_t *data, uint32_t len);
 
 /* pathmap.c: --path-map OLD=NEW, applied to the image's paths once read */
 struct pathmap_rule;
@@ -150,6 +160,55 @@ int verbs_pokes(struct restore *rs, struct ibcr_err *e);
 
 /* objects.c (parent, before forking): opens the image's file objects */
 int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_err *e);
+
+/* sockopt.c: a socket's saved options (late: those set after its data) */
+int sockopt_apply(int s, uint32_t obj, const struct ibcr_files *f, int late,
+		  struct ibcr_err *e);
+/* SO_REUSEADDR again, as saved: leaving repair mode clears it */
+int sockopt_after_repair(int s, uint32_t obj, const struct ibcr_files *f,
+			 struct ibcr_err *e);
+
+/* buffer sizes and their locks as saved, after the queues were refilled */
+int sockopt_buffers(int s, uint32_t obj, const struct ibcr_files *f, struct ibcr_err *e);
+
+/* udp.c: the datagrams that waited in UDP sockets, sent again */
+int udp_refill(const struct ibcr_files *f, const int *fds, struct ibcr_err *e);
+
+/* unix.c, unixq.c: UNIX sockets (sock_open returns UNIX_LATER for one */
+/* made by unix_pending), their queues refilled once the processes exist */
+#define UNIX_LATER (-2)
+struct unix_data {	/* an object's data, laid out (image.h, struct ibcr_unix) */
+	struct ibcr_unix h;
+	const char *peer;
+	const uint32_t *pending;
+	const uint8_t *msgs, *end;
+};
+struct pidmap {		/* saved pids and the restored processes' own */
+	uint32_t n;
+	const int32_t *old, *now;
+};
+struct sockaddr_un;
+int unix_layout(const struct ibcr_files *f, uint32_t i, struct unix_data *u);
+socklen_t unix_address(const char *name, struct sockaddr_un *a);
+long unix_peer_object(const struct ibcr_files *f, uint32_t i);
+int unix_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e);
+int unix_pending(const struct ibcr_files *f, int *fds, int base, struct ibcr_err *e);
+int unix_gone_end(uint32_t obj);
+void unix_gone_close(void);
+int unix_refill(const struct ibcr_files *f, const int *fds, const struct pidmap *pm,
+		struct ibcr_err *e);
+
+/* netfinish.c: UNIX queues refilled, TCP live (every process exists) */
+int net_finish(const struct job *j, uint32_t n, const struct ibcr_files *f, const int *fds,
+	       struct ibcr_err *e);
+/* the image's network lock removed, if it has one (said on failure) */
+struct ibcr_netlock;
+void net_unlock(const struct ibcr_netlock *lock, int locked);
+/* --unlock-net: only that; the exit status */
+int net_unlock_only(const struct ibcr_netlock *lock, int locked, const char *image);
+
+/* netlink.c: a netlink socket, with its port id and groups */
+int netlink_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 
 /* sockets.c: a socket object, opened by objects_open */
 int sock_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e);

@@ -26,8 +26,10 @@
 #include "buf.h"
 #include "fdkinds.h"
 #include "loader.h"
+#include "netlock.h"
 #include "options.h"
 #include "progress.h"
+#include "sockopt.h"
 #include "statsout.h"
 
 void run_child(struct restore *rs);
@@ -417,10 +419,12 @@ int main(int argc, char **argv)
 	struct img_reader r;
 	struct ibcr_err e = { "" };
 	struct ibcr_files files;
+	struct ibcr_sockopts sockopts;
+	struct ibcr_netlock lock;
 	struct ibcr_sysv sysv;
 	struct ibcr_sysvipc ipc;
 	struct job *j;
-	int verbose, base, img_fd = -1, *obj_fds = NULL, rc = loader_parse(argc, argv, &o);
+	int verbose, base, img_fd = -1, *obj_fds = NULL, locked, rc = loader_parse(argc, argv, &o);
 	pid_t root = 0;
 
 	if (rc >= 0)
@@ -446,8 +450,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
+	if (imgr_load_netlock(&r, &lock, &locked, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
+	if (o.unlock_net)
+		return net_unlock_only(&lock, locked, o.image);
 	j = xcalloc(r.hdr.nprocs, sizeof(*j));
-	if (imgr_load_files(&r, &files, &e)) {
+	if (imgr_load_files(&r, &files, &e) ||
+	    imgr_load_sockopts(&r, files.nobjs, &sockopts, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
@@ -456,6 +467,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
+	files.sockopts = &sockopts;
 	/* checked, then made again: a conflict stops us before any change */
 	if (imgr_load_sysvipc(&r, &ipc, &e) || sysvipc_prepare(&ipc, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
@@ -489,12 +501,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	t_filled = now_ms();
-	/* every process exists: I/O signal owners, leases (before any resumes) */
-	if (fdattr_finish(j, r.hdr.nprocs, &files, obj_fds, &e)) {
+	/*
+	 * every process exists: I/O signal owners, leases (before any resumes);
+	 * UNIX queues refilled, connections go live, their packets flow again
+	 */
+	if (fdattr_finish(j, r.hdr.nprocs, &files, obj_fds, &e) ||
+	    net_finish(j, r.hdr.nprocs, &files, obj_fds, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		kill_all(j, r.hdr.nprocs);
 		return 1;
 	}
+	net_unlock(&lock, locked);
 	shm_remove_dead(&sysv);
 	/* the processes have them: a pipe's end held here would hide its EOF */
 	for (uint32_t i = 0; i < files.nobjs; i++)

@@ -19,6 +19,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: restart-loader [-v | -vv] [--stats[=text|json]] [--progress | --no-progress]\n"
 		   "                      [--detach] [--pidfile FILE] [--log FILE] [--pid-ns]\n"
 		   "                      [--path-map OLD=NEW]... [--cpu-check=enabled|in-use] IMAGE\n"
+		   "       restart-loader --unlock-net IMAGE\n"
 		   "       restart-loader --check\n"
 		   "       restart-loader --version | --help\n"
 		   "  -v, --verbose       say what could not be done as hoped; twice (-vv): also\n"
@@ -41,6 +42,8 @@ static void usage(FILE *f)
 		   "      --cpu-check=enabled|in-use\n"
 		   "                      in-use: require only the CPU state the threads hold,\n"
 		   "                      not all the saving kernel enabled\n"
+		   "      --unlock-net    restore nothing: let the packets of the image's TCP\n"
+		   "                      connections through again (their peers see them reset)\n"
 		   "      --check         say whether this machine can checkpoint and restore,\n"
 		   "                      one line per capability; exit 0 if it can\n"
 		   "  -V, --version       print the version and exit\n"
@@ -58,6 +61,7 @@ int loader_parse(int argc, char **argv, struct loader_opts *o)
 		{ "pidfile", required_argument, NULL, 'p' },
 		{ "log", required_argument, NULL, 'l' },
 		{ "check", no_argument, NULL, 'c' },
+		{ "unlock-net", no_argument, NULL, 'U' },
 		{ "path-map", required_argument, NULL, 'M' },
 		{ "pid-ns", no_argument, NULL, 'N' },
 		{ "cpu-check", required_argument, NULL, 'C' },
@@ -85,6 +89,7 @@ int loader_parse(int argc, char **argv, struct loader_opts *o)
 		case 'p': o->pidfile = optarg; break;
 		case 'l': o->log = optarg; break;
 		case 'c': o->check = 1; break;
+		case 'U': o->unlock_net = 1; break;
 		case 'N': o->pidns = 1; break;
 		case 'C':
 			if (strcmp(optarg, "in-use") && strcmp(optarg, "enabled")) {

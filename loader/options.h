@@ -17,6 +17,7 @@ struct loader_opts {
 	const char *pidfile, *log;
 	int pidns;		/* --pid-ns: a PID namespace of its own */
 	int cpu_in_use;		/* --cpu-check=in-use */
+	int unlock_net;		/* --unlock-net: only remove the image's network lock */
 	struct pathmap pm;	/* --path-map OLD=NEW... */
 };
 

@@ -13,11 +13,10 @@
  * find less to undo than announced, never more: a socket not yet in
  * repair mode is switched off harmlessly, a snapshot not yet made is
  * looked for among the process's zombie children without exit signal
- * (only the saver makes such a child while the process is stopped).
+ * (only the saver makes such a child while the process is stopped), a
+ * network lock not yet made is removed as one gone already.
  */
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,18 +31,19 @@
 
 #include "buf.h"
 #include "guard.h"
+#include "netlock.h"
 #include "proc_stat.h"
 #include "saver.h"
 
-enum { G_IMAGE = 1, G_SNAP, G_SNAP_REAPED, G_TCP, G_TCP_DONE, G_END };
+enum { G_IMAGE = 1, G_SNAP, G_SNAP_REAPED, G_TCP, G_TCP_DONE, G_LOCK, G_LOCK_OVER, G_END };
 
 struct gmsg {
 	uint32_t type;
 	int32_t pid, arg;	/* G_SNAP: the child (0: being made); G_TCP: its fd */
-	uint32_t pad;
+	int32_t reuse;		/* G_TCP: its SO_REUSEADDR */
 	uint64_t insn, gadget;	/* G_SNAP: how to inject into pid */
 	uint64_t since;		/* G_SNAP: when it was sent, in /proc's start-time ticks */
-	char path[4096];	/* G_IMAGE */
+	char path[4096];	/* G_IMAGE; G_LOCK: the table */
 };
 
 static int gsock = -1;
@@ -109,9 +109,24 @@ void guard_snapshot_reaped(const struct target *t)
 	note(G_SNAP_REAPED, t->pid, 0, -1);
 }
 
-void guard_tcp(pid_t pid, int fd, int s)
+void guard_tcp(pid_t pid, int fd, int s, int reuse)
 {
-	note(G_TCP, pid, fd, s);
+	struct gmsg m = { .type = G_TCP, .pid = pid, .arg = fd, .reuse = reuse };
+
+	gsend(&m, offsetof(struct gmsg, path), s);
+}
+
+void guard_netlock(const char *table)
+{
+	struct gmsg m = { .type = G_LOCK };
+
+	snprintf(m.path, sizeof(m.path), "%s", table);
+	gsend(&m, offsetof(struct gmsg, path) + strlen(m.path), -1);
+}
+
+void guard_netlock_over(void)
+{
+	note(G_LOCK_OVER, 0, 0, -1);
 }
 
 void guard_tcp_released(void)
@@ -133,10 +148,12 @@ struct gstate {
 	char image[4096];
 	struct snap *snaps;
 	size_t nsnaps;
-	int *socks;		/* our copies, and whose they are */
+	int *socks;		/* our copies, whose they are, their SO_REUSEADDR */
 	pid_t *sock_pid;
+	int *sock_reuse;
 	size_t nsocks;
 	int tcp_done, ended;
+	char lock[64];		/* the network lock taken, until it is over */
 };
 
 static struct snap *snap_of(struct gstate *g, pid_t pid)
@@ -148,6 +165,7 @@ static struct snap *snap_of(struct gstate *g, pid_t pid)
 	memset(&g->snaps[g->nsnaps], 0, sizeof(g->snaps[0]));
 	g->snaps[g->nsnaps].t.pid = pid;
 	g->snaps[g->nsnaps].t.memfd = -1;
+	g->snaps[g->nsnaps].t.released = 1;	/* not ours: snapshot_reap seizes it */
 	return &g->snaps[g->nsnaps++];
 }
 
@@ -176,11 +194,20 @@ static void take(struct gstate *g, const struct gmsg *m, ssize_t len, int fd)
 	case G_TCP:
 		g->socks = xrealloc(g->socks, (g->nsocks + 1) * sizeof(int));
 		g->sock_pid = xrealloc(g->sock_pid, (g->nsocks + 1) * sizeof(pid_t));
+		g->sock_reuse = xrealloc(g->sock_reuse, (g->nsocks + 1) * sizeof(int));
 		g->socks[g->nsocks] = fd;
+		g->sock_reuse[g->nsocks] = m->reuse;
 		g->sock_pid[g->nsocks++] = m->pid;
 		return;
 	case G_TCP_DONE:
 		g->tcp_done = 1;
+		break;
+	case G_LOCK:
+		snprintf(g->lock, sizeof(g->lock), "%.*s",
+			 (int)(len - (ssize_t)offsetof(struct gmsg, path)), m->path);
+		break;
+	case G_LOCK_OVER:
+		g->lock[0] = 0;
 		break;
 	case G_END:
 		g->ended = 1;
@@ -326,12 +353,32 @@ static int reap_snapshot(struct snap *s)
 	return !stat_of(s->child, &st, &pp, &sig);
 }
 
+/*
+ * The network lock of a saver that died: its connections' packets flow
+ * again, unless the image is complete and holds the lock (--kill: the
+ * processes are gone, the restore lets them go).
+ */
+static void unlock(const struct gstate *g, char *did, size_t len)
+{
+	struct ibcr_err e;
+
+	if (!g->lock[0])
+		return;
+	if (netlock_image_holds(g->image, g->lock))
+		snprintf(did + strlen(did), len - strlen(did), ", the network lock %s kept for "
+			 "the image (restart-loader --unlock-net lets it go)", g->lock);
+	else if (!netlock_drop(g->lock, &e))
+		snprintf(did + strlen(did), len - strlen(did), ", the network lock %s removed",
+			 g->lock);
+	else
+		snprintf(did + strlen(did), len - strlen(did), ", %.200s", e.msg);
+}
+
 /* The saver died: undo what it left, and say so. */
 static void repair(struct gstate *g)
 {
 	char did[512] = "";
 	size_t n;
-	int off = TCP_REPAIR_OFF;
 
 	n = strlen(g->image) + 32;
 	if (g->image[0]) {
@@ -350,12 +397,12 @@ static void repair(struct gstate *g)
 
 		/* a process killed with --kill keeps its sockets quiet */
 		if (!g->tcp_done && stat_of(g->sock_pid[i], &st, &pp, &sig) && st != 'Z' &&
-		    !setsockopt(g->socks[i], IPPROTO_TCP, TCP_REPAIR, &off, sizeof(off)) &&
-		    !strstr(did, "TCP"))
+		    !tcp_leave_repair(g->socks[i], g->sock_reuse[i]) && !strstr(did, "TCP"))
 			snprintf(did + strlen(did), sizeof(did) - strlen(did),
 				 ", TCP repair mode turned off");
 		close(g->socks[i]);
 	}
+	unlock(g, did, sizeof(did));
 	for (size_t i = 0; i < g->nsnaps; i++)
 		if (!g->snaps[i].reaped && reap_snapshot(&g->snaps[i]))
 			snprintf(did + strlen(did), sizeof(did) - strlen(did),

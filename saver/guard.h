@@ -11,7 +11,8 @@ struct target;
  * tracer, and survives the saver's death) that undoes what a saver
  * killed in mid-checkpoint leaves: the snapshot's zombie (reaped by an
  * injected wait4, as the saver would), TCP sockets left in repair mode
- * (turned off while their process lives), the temporary image. The
+ * (turned off while their process lives), the network lock (removed
+ * unless a complete image holds it), the temporary image. The
  * threads themselves need no help: they are parked (park.h). The saver
  * tells it each step before taking it. Without a guardian (fork failed)
  * the saver goes on, as before.
@@ -26,9 +27,13 @@ pid_t guard_pid(void);	/* 0 when there is none */
 void guard_snapshot(const struct target *t, pid_t child);
 /* t's snapshot was reaped. */
 void guard_snapshot_reaped(const struct target *t);
-/* Socket s (pid's fd) goes into repair mode; its copy goes to the guardian. */
-void guard_tcp(pid_t pid, int fd, int s);
+/* Socket s (pid's fd, SO_REUSEADDR reuse) goes into repair mode; its copy goes to the guardian. */
+void guard_tcp(pid_t pid, int fd, int s, int reuse);
 /* Every socket left repair mode (or its process was killed). */
 void guard_tcp_released(void);
+/* The network lock table is about to be taken (netlock.c). */
+void guard_netlock(const char *table);
+/* It was removed, or left to the image with its processes killed. */
+void guard_netlock_over(void);
 
 #endif

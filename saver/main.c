@@ -109,6 +109,24 @@ static int write_sysv(struct img_writer *w, const struct ibcr_sysv *sysv,
 	return rc;
 }
 
+/* Socket options and the network lock left for the restore, if any. */
+static int write_net(struct img_writer *w, const struct fobjs *objs, struct ibcr_err *e)
+{
+	struct ibcr_netlock lock;
+	struct buf b = { 0 };
+	int rc = 0;
+
+	if (objs->sockopts.n) {
+		enc_sockopts(&b, &objs->sockopts);
+		rc = imgw_section(w, IBCR_SEC_SOCKOPTS, IBCR_PROC_NONE, NULL, b.p, b.len, e);
+	}
+	if (!rc && netlock_record(&lock))
+		rc = imgw_section(w, IBCR_SEC_NETLOCK, IBCR_PROC_NONE, NULL, &lock,
+				  sizeof(lock), e);
+	buf_free(&b);
+	return rc;
+}
+
 static int write_image(const char *out, struct target *t, uint32_t n,
 		       struct fobjs *objs, const struct ibcr_sysv *sysv,
 		       const struct ibcr_sysvipc *ipc, const struct image_opt *c,
@@ -127,7 +145,8 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 	    filedata_write(&w, objs, e) ||
 	    (objs->f.nobjs && imgw_section(&w, IBCR_SEC_FILEATTRS, IBCR_PROC_NONE, NULL,
 					  objs->f.attrs, sizeof(*objs->f.attrs) * objs->f.nobjs,
-					  e)))
+					  e)) ||
+	    write_net(&w, objs, e))
 		goto fail;
 	if (write_sysv(&w, sysv, ipc, e) || vdso_write_section(t, n, &w, e) ||
 	    backing_write(&w, t, n, &bo, e))
@@ -170,12 +189,18 @@ static double now_ms(void)
 }
 
 /* Lets the processes go: running, stopped or killed; the shims unblock. */
-static void release_all(struct target *t, uint32_t n, int how)
+static void release_all(struct target *t, uint32_t n, int how, const char *image)
 {
 	/* TCP connections leave repair mode before the processes run on */
 	tcp_release(how == RELEASE_KILL);
+	netlock_release(how == RELEASE_KILL, image);
+	unix_release();
 	for (uint32_t i = 0; i < n; i++)
 		target_release(&t[i], how);
+	if (how == RELEASE_KILL) {
+		guard_netlock_over();	/* a lock kept is the image's now */
+		wait_gone(t, n);	/* their pids and ports free for a restore at once */
+	}
 	if (how != RELEASE_KILL)
 		verbs_release(t, n);
 }
@@ -335,7 +360,8 @@ static int capture_all(const struct saver_opts *o, struct run *r, struct ibcr_er
 }
 
 /* Processes that run on get a snapshot and run again before the write. */
-static int snapshot_release(const struct saver_opts *o, struct run *r, struct ibcr_err *e)
+static int snapshot_release(const struct saver_opts *o, struct run *r, const char *image,
+			    struct ibcr_err *e)
 {
 	int rc;
 
@@ -346,7 +372,7 @@ static int snapshot_release(const struct saver_opts *o, struct run *r, struct ib
 	r->released = rc == 1;
 	if (r->released) {
 		r->s.snapshotted = now_ms();
-		release_all(r->t, r->n, RELEASE_RUN);
+		release_all(r->t, r->n, RELEASE_RUN, image);
 	}
 	return rc < 0 ? -1 : 0;
 }
@@ -400,6 +426,8 @@ static int checkpoint(const struct saver_opts *o, const char *image)
 	if (o->ext)
 		r.objs = *o->ext;	/* --external-fd's rules */
 	r.objs.tcp_close = o->tcp_close;
+	r.objs.kill = how == RELEASE_KILL;
+	r.objs.image = image;	/* named by a network lock left for the restore */
 	guard_start(image);	/* before anything is attached */
 	rc = before_freeze(o, &r, &e);
 	if (!rc)
@@ -407,7 +435,7 @@ static int checkpoint(const struct saver_opts *o, const char *image)
 	if (!rc)
 		rc = capture_all(o, &r, &e);
 	if (!rc)
-		rc = snapshot_release(o, &r, &e);
+		rc = snapshot_release(o, &r, image, &e);
 	r.s.released = now_ms();
 	if (!rc)
 		rc = write_all(o, image, &r, &e);
@@ -423,11 +451,13 @@ static int checkpoint(const struct saver_opts *o, const char *image)
 	}
 	if (!r.released) {
 		r.s.released = now_ms();
-		release_all(r.t, r.n, how);
+		release_all(r.t, r.n, how, image);
 	}
+	if (!rc && r.objs.given_up)
+		fprintf(stderr, "saver: --tcp-close: %u TCP connection(s) given up: a restore "
+			"brings them back unconnected%s\n", r.objs.given_up,
+			how == RELEASE_KILL ? "; their peers see them closed now" : "");
 	verbs_release(r.pre, r.npre);	/* quiesced but never adopted (a failure) */
-	if (how == RELEASE_KILL)	/* their pids free for a restore at once */
-		wait_gone(r.t, r.n);
 	guard_end();
 	if (o->stats && !rc)
 		print_stats(&r.s, r.t, r.n, image, o->stats == STATS_JSON);

@@ -23,12 +23,15 @@ static void usage(FILE *f)
 		   "             [--external-fd [PID:]FD:ACTION]... [--self-contained] [--barrier CMD]\n"
 		   "             [--stats[=text|json]] [--progress | --no-progress]\n"
 		   "             [--interval SECONDS] [--keep N] -o IMAGE PID...\n"
+		   "       saver --unlock-net\n"
 		   "       saver --version | --help\n"
 		   "  -o, --output IMAGE  write the checkpoint to IMAGE (a regular file)\n"
 		   "  -t, --tree          also every descendant of each PID\n"
 		   "  -k, --kill          kill the processes once the image is complete\n"
 		   "  -s, --stop          leave them stopped (SIGSTOP) instead of running\n"
 		   "      --tcp-close     give up established TCP connections (restored broken)\n"
+		   "      --unlock-net    remove network locks left by checkpoints that made\n"
+		   "                      no image (see restart-loader --unlock-net)\n"
 		   "      --external-fd [PID:]FD:close|null|inherit|tty\n"
 		   "                      what the restore puts at FD, which leads outside the\n"
 		   "                      image (of process PID, or of every one): nothing,\n"
@@ -133,6 +136,7 @@ static int parse_one(int c, struct saver_opts *o)
 	case 'N': o->snapshots = 0; break;
 	case 't': o->tree = 1; break;
 	case 'T': o->tcp_close = 1; break;
+	case 'U': return netlock_unlock_stale();
 	case 'X':
 		if (!o->ext)
 			o->ext = xcalloc(1, sizeof(*o->ext));
@@ -197,6 +201,7 @@ int saver_parse(int argc, char **argv, struct saver_opts *o)
 		{ "cached", no_argument, NULL, 'C' },
 		{ "tree", no_argument, NULL, 't' },
 		{ "tcp-close", no_argument, NULL, 'T' },
+		{ "unlock-net", no_argument, NULL, 'U' },
 		{ "external-fd", required_argument, NULL, 'X' },
 		{ "self-contained", no_argument, NULL, 'E' },
 		{ "barrier", required_argument, NULL, 'B' },

@@ -11,6 +11,7 @@
 #include "image_io.h"
 #include "model.h"
 #include "procfs.h"
+#include "sockopt.h"
 
 /* One process being checkpointed. */
 struct target {
@@ -66,7 +67,7 @@ int target_seize(struct target *t, struct ibcr_err *e);
 void target_release(struct target *t, int how);
 /* After a failure: says so if it was because a process exited meanwhile */
 void explain_exited(const struct target *t, uint32_t n, struct ibcr_err *e);
-/* After --kill: waits (bounded) until the processes are gone, their pids free */
+/* After --kill: waits (bounded) until the processes are gone, pids and ports free */
 void wait_gone(const struct target *t, uint32_t n);
 enum { RELEASE_RUN, RELEASE_STOP, RELEASE_KILL };
 
@@ -128,6 +129,10 @@ struct fobjs {
 	struct fdata *fdata;	/* per object: bytes of a deleted file or memfd */
 	uint64_t held_bytes;	/* of them, read in the freeze */
 	int keep_stopped;	/* some are read while writing: no snapshot */
+	int kill;		/* --kill: the network lock outlives the saver */
+	const char *image;	/* the image being made (named by the lock) */
+	uint32_t given_up;	/* TCP connections given up (--tcp-close) */
+	struct ibcr_sockopts sockopts;	/* every socket's options (SOCKOPTS) */
 };
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e);
 /* A new object of pid's fd (or -1: of no descriptor), path link; its index. */
@@ -136,6 +141,18 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 /* filedata.c: FILEDATA (the files' bytes), then the objects' FILEATTRS */
 int filedata_write(struct img_writer *w, struct fobjs *o, struct ibcr_err *e);
 void filedata_free(struct fobjs *o);
+/*
+ * A descriptor of the saver's own that the image holds without any of its
+ * processes (one in flight in a socket): its object, shared or new.
+ */
+int files_add_held(struct fobjs *o, int fd, uint32_t *obj, struct ibcr_err *e);
+/* fn for every "KIND:[ino]" descriptor outside the image, until it returns nonzero */
+void walk_outside(const struct target *t, uint32_t n, const char *kind,
+		  int (*fn)(void *arg, pid_t pid, uint64_t ino), void *arg);
+
+/* netcheck.c: with --kill, what the restore of the sockets will need */
+int net_precheck(const struct target *t, uint32_t n, const struct fobjs *o,
+		 struct ibcr_err *e);
 
 /* memory.c */
 int capture_memory_map(struct target *t, struct ibcr_err *e);
@@ -181,10 +198,33 @@ void coord_abort(const char *msg);
 
 /* sockets.c: every socket's final kind, state and queued bytes */
 int sockets_finish(struct fobjs *o, struct ibcr_err *e);
+/* netlink.c: a netlink socket's protocol, port id, groups; refused with data */
+int netlink_socket(struct fobjs *o, uint32_t i, struct ibcr_err *e);
+/* unix.c: the descriptors it took from UNIX sockets' queues, closed */
+void unix_release(void);
 /* tcp.c: established TCP connections, in repair mode until released */
 struct buf;
 int tcp_capture(pid_t pid, int fd, int s, struct buf *b, struct ibcr_err *e);
 void tcp_release(int killed);
+/* Out of repair mode with its SO_REUSEADDR back (also the guardian's); 0 or -1 */
+int tcp_leave_repair(int fd, int reuse);
+
+/* sockopt.c: the options of a socket that differ from a new one's */
+int sockopt_capture(int fd, uint32_t obj, int family, int type, int proto, int connected,
+		    const char *who, struct ibcr_sockopts *out, struct ibcr_err *e);
+
+/* netlock.c: packets of the connections dropped while they are captured */
+struct sockaddr_storage;
+void netlock_conn(const struct sockaddr_storage *local, const struct sockaddr_storage *remote);
+void netlock_listener(const struct sockaddr_storage *local);
+int netlock_take(const char *image, int keep, struct ibcr_err *e);
+/* 1 and the record when the lock is left for the restore (--kill) */
+int netlock_record(struct ibcr_netlock *rec);
+void netlock_release(int killed, const char *image);
+/* saver --unlock-net: removes locks no saver and no image hold; exit status */
+int netlock_unlock_stale(void);
+/* Whether the image at path is there and names lock table */
+int netlock_image_holds(const char *path, const char *table);
 
 /* locks.c: file locks held, per descriptor */
 int capture_locks(struct target *t, struct ibcr_err *e);

@@ -304,9 +304,11 @@ void target_release(struct target *t, int how)
 }
 
 /*
- * After --kill: returns once every process has exited (bounded: 10 s),
+ * After --kill: returns once every process has exited (bounded: 60 s),
  * and has been reaped by its parent or is at least a zombie (up to 2 s
- * more), so that a restore started right after finds its pids free.
+ * more), so that a restore started right after finds its pids free and
+ * its ports too: the kernel frees a process's memory before it closes
+ * its descriptors, so a large one holds its sockets a while after SIGKILL.
  * A zombie whose parent does not reap it keeps its pid; the loader
  * waits for such a one a little (docs/design.md, "Identity").
  */
@@ -316,7 +318,7 @@ void wait_gone(const struct target *t, uint32_t n)
 	struct proc_stat ps;
 
 	for (int phase = 0; phase < 2; phase++) {
-		for (int ms = 0; ms < (phase ? 2000 : 10000); ms++) {
+		for (int ms = 0; ms < (phase ? 2000 : 60000); ms++) {
 			uint32_t left = 0;
 
 			for (uint32_t i = 0; i < n; i++)

@@ -156,6 +156,19 @@ int snapshot_create_all(struct target *t, uint32_t n, struct ibcr_err *e)
 	return rc;
 }
 
+/* wait4 for child run by t's main thread, stopped by us, parked for it. */
+static void parked_wait4(struct target *t, pid_t child, struct ibcr_err *e)
+{
+	const uint64_t a[6] = { (uint64_t)child, 0, __WALL, 0, 0, 0 };
+	struct park p;
+	long ret;
+
+	if (!park_thread(t, t->pid, &p, e)) {
+		park_call(&p, SYS_wait4, a, &ret, NULL, e);
+		park_release(&p, e);
+	}
+}
+
 /*
  * The process runs again here: stop only its main thread, for as long as
  * one wait4 takes (parked: the saver may die meanwhile). Its registers are
@@ -164,20 +177,23 @@ int snapshot_create_all(struct target *t, uint32_t n, struct ibcr_err *e)
  */
 void snapshot_reap(struct target *t, pid_t child)
 {
-	const uint64_t a[6] = { (uint64_t)child, 0, __WALL, 0, 0, 0 };
 	struct arch_gpregs r;
 	struct ibcr_err e;
-	struct park p;
-	long ret;
 
+	/*
+	 * Not released yet (a process of a tree that stayed stopped while
+	 * the image was written): still ours, stopped, its registers put
+	 * back; a seize would fail and leave the child a zombie.
+	 */
+	if (!t->released) {
+		parked_wait4(t, child, &e);
+		return;
+	}
 	if (pt_seize(t->pid, t->ptopts | PTRACE_O_TRACESYSGOOD, &e) || pt_interrupt(t->pid, &e))
 		goto out;
 	if (pt_getregs(t->pid, &r, &e) || (arch_rewind_syscall(&r) && pt_setregs(t->pid, &r, &e)))
 		goto out;
-	if (!park_thread(t, t->pid, &p, &e)) {
-		park_call(&p, SYS_wait4, a, &ret, NULL, &e);
-		park_release(&p, &e);
-	}
+	parked_wait4(t, child, &e);
 out:
 	ptrace(PTRACE_DETACH, t->pid, NULL, NULL);
 }

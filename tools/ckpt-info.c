@@ -26,7 +26,9 @@
 #include "filedata.h"
 #include "image_io.h"
 #include "info.h"
+#include "netlock.h"
 #include "progress.h"
+#include "sockopt.h"
 #include "version.h"
 
 /* Registers are arch-specific; these offsets work for either image. */
@@ -75,6 +77,7 @@ const char *info_fd_kind(uint32_t k)
 	case IBCR_FD_FIFO: return "fifo";
 	case IBCR_FD_UNIX: return "unix";
 	case IBCR_FD_INET: return "inet";
+	case IBCR_FD_NETLINK: return "netlink";
 	case IBCR_FD_EVENTFD: return "eventfd";
 	case IBCR_FD_TIMERFD: return "timerfd";
 	case IBCR_FD_SIGNALFD: return "sigfd";
@@ -239,6 +242,32 @@ static void print_inet(const struct ibcr_fobj *o, const uint8_t *data)
 	}
 }
 
+/* A socket's saved options: ints as numbers, the rest as bytes. */
+static void print_sockopts(const struct ibcr_files *f, uint32_t obj)
+{
+	const struct ibcr_sockopts *so = f->sockopts;
+
+	for (uint32_t i = 0; so && i < so->n; i++) {
+		const struct ibcr_sockopt *o = &so->o[i];
+		const struct sockopt_desc *d = sockopt_find(o->level, o->name);
+		const uint8_t *v = so->data + o->data_off;
+		int32_t iv;
+
+		if (o->obj != obj)
+			continue;
+		printf("             option %s", d ? d->label : "?");
+		if (o->len == 4 && d && d->how != SOH_FILTER) {
+			memcpy(&iv, v, 4);
+			printf(" %d", iv);
+		} else if (d && d->varlen && d->how != SOH_FILTER) {
+			printf(" \"%.*s\"", (int)strnlen((const char *)v, o->len), (const char *)v);
+		} else {
+			printf(" (%u bytes)", o->len);
+		}
+		printf("\n");
+	}
+}
+
 static void print_external(const struct ibcr_fobj *o, const uint8_t *data)
 {
 	static const char *const what[] = { "?", "closed", "/dev/null", "restart-loader's own",
@@ -291,6 +320,8 @@ static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process
 		else if (o->data_len)
 			printf(" (%llu bytes in it)", (unsigned long long)o->data_len);
 		printf("\n");
+		if (o->kind == IBCR_FD_INET || o->kind == IBCR_FD_UNIX || o->kind == IBCR_FD_NETLINK)
+			print_sockopts(files, ps->fds[i].obj);
 	}
 	for (uint32_t i = 0; i < ps->nopaque; i++) {
 		const struct ibcr_opaque *o = &ps->opaque[i];
@@ -454,6 +485,9 @@ int main(int argc, char **argv)
 {
 	struct img_reader r;
 	struct ibcr_files files = { 0 };
+	struct ibcr_sockopts sockopts = { 0 };
+	struct ibcr_netlock lock;
+	int locked = 0;
 	struct ibcr_sysvipc ipc = { 0 };
 	struct ibcr_err e = { "" };
 	struct json_out j = { stdout, 0 };
@@ -476,12 +510,18 @@ int main(int argc, char **argv)
 		       o.path, r.hdr.version, ibcr_arch_name(r.hdr.arch), r.hdr.page_size,
 		       r.hdr.nprocs, r.nsecs,
 		       (r.hdr.flags & IBCR_HDRF_SELF_CONTAINED) ? ", self-contained" : "");
-	rc = imgr_load_files(&r, &files, &e) || imgr_load_sysvipc(&r, &ipc, &e) ||
+	rc = imgr_load_files(&r, &files, &e) ||
+	     imgr_load_sockopts(&r, files.nobjs, &sockopts, &e) ||
+	     imgr_load_netlock(&r, &lock, &locked, &e) || imgr_load_sysvipc(&r, &ipc, &e) ||
 	     print_portable(&r, o.verify, !o.json, &e);
+	files.sockopts = &sockopts;
 	if (o.json)
 		json_begin(&j, o.path, &r, rc ? NULL : &ipc);
 	else if (!rc)
 		print_sysvipc(&ipc);
+	if (!rc && locked && !o.json)
+		printf("network lock: nftables table inet %s, %u connection(s), %u listener(s)\n",
+		       lock.table, lock.nconns, lock.nlisteners);
 	if (!rc)
 		rc = walk(&r, &o, &j, &files, &e);
 	if (rc)

@@ -6,9 +6,9 @@
  * hold data most of the time; every 100 records the parent prints "tick
  * N pid P" and sends the child a 4-byte count, which the child checks.
  * A record out of order, lost or doubled, or a count out of turn, is a
- * FAIL line.
+ * FAIL line. With "6", over IPv6 (::1).
  *
- *   tcppair [TICKS]
+ *   tcppair [TICKS [6]]
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -44,13 +44,14 @@ static int read_all(int s, void *p, size_t n)
 	return 0;
 }
 
-static int child(struct sockaddr_in *a, long total)
+static int child(struct sockaddr_in6 *a, long total)
 {
-	int s = socket(AF_INET, SOCK_STREAM, 0);
+	int s = socket(a->sin6_family, SOCK_STREAM, 0);
 	unsigned expect = 1, got;
 	char rec[REC];
 
-	if (s < 0 || connect(s, (struct sockaddr *)a, sizeof(*a)))
+	if (s < 0 || connect(s, (struct sockaddr *)a, a->sin6_family == AF_INET6 ? sizeof(*a) :
+						      sizeof(struct sockaddr_in)))
 		return 2;
 	for (long n = 0; n < total; n++) {
 		snprintf(rec, sizeof(rec), "rec %011u", (unsigned)n);
@@ -73,14 +74,21 @@ static int child(struct sockaddr_in *a, long total)
 int main(int argc, char **argv)
 {
 	long ticks = argc > 1 ? atol(argv[1]) : 50;
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int v6 = argc > 2 && !strcmp(argv[2], "6");
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&a;
 	socklen_t al = sizeof(a);
-	int l = socket(AF_INET, SOCK_STREAM, 0), s, st;
+	int l = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0), s, st;
 	unsigned count = 0;
 	char rec[REC], want[REC];
 	pid_t c;
 
-	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) ||
+	if (!v6) {
+		memset(&a, 0, sizeof(a));
+		a4->sin_family = AF_INET;
+		a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	}
+	if (l < 0 || bind(l, (struct sockaddr *)&a, v6 ? sizeof(a) : sizeof(*a4)) || listen(l, 1) ||
 	    getsockname(l, (struct sockaddr *)&a, &al))
 		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);
