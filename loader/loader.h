@@ -60,6 +60,7 @@ struct restore {
 	struct vdso_proxy *vdso;	/* another kernel's vdso: the proxy (vdso.c) */
 	struct backing_ctx *backing;	/* the image's backing files (backing.c) */
 	int cpu_in_use;		/* --cpu-check=in-use */
+	int cgroup_here;	/* --cgroup=here: no move into the saved cgroup */
 	uint64_t *cow_at;	/* per region: built at this address before */
 				/* forking (cow.c), or 0 */
 };
@@ -150,8 +151,8 @@ void attrs_plan(struct plan *p, const struct restore *rs);
 long attrs_fork_slack(const struct ibcr_process_state *child);
 void attrs_fork_slack_done(long own);
 /* cgroup.c: cgroup v2 membership */
-int attrs_check_cgroup(const struct ibcr_process_state *ps, struct ibcr_err *e);
-int cgroup_enter(const struct ibcr_process_state *ps, struct ibcr_err *e);
+int attrs_check_cgroup(const struct restore *rs, struct ibcr_err *e);
+int cgroup_enter(const struct restore *rs, struct ibcr_err *e);
 
 /* verbs.c: the loader's part of the verbs stage */
 int verbs_preflight(const struct ibcr_process_state *ps, struct ibcr_err *e);

@@ -310,23 +310,24 @@ static int backing(struct img_reader *r, const struct ibcr_files *files,
 }
 
 static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files *files,
-		   const struct pathmap *pm, int verbose, int cpu_in_use, struct ibcr_err *e)
+		   const struct loader_opts *o, struct ibcr_err *e)
 {
 	struct backing_ctx *bc = NULL;
 	struct selfc *sc = NULL;
 
-	if (backing(r, files, pm, &sc, &bc, e) || preflight_files(files, e))
+	if (backing(r, files, &o->pm, &sc, &bc, e) || preflight_files(files, e))
 		return -1;
 	for (uint32_t i = 0; i < r->hdr.nprocs; i++) {
 		struct job *x = &j[i];
 
 		x->rs = (struct restore){ .r = r, .ps = &x->ps, .proc = i, .exe_fd = -1,
-					  .verbose = verbose, .files = files, .jobs = j,
+					  .verbose = o->verbose > 0, .files = files, .jobs = j,
 					  .njobs = r->hdr.nprocs, .backing = bc,
-					  .cpu_in_use = cpu_in_use };
+					  .cpu_in_use = o->cpu_in_use,
+					  .cgroup_here = o->cgroup_here };
 		if (imgr_load_process(r, i, &x->ps, e))
 			return -1;
-		pathmap_process(pm, &x->ps);
+		pathmap_process(&o->pm, &x->ps);
 		if (selfc_process(sc, &x->ps, e))
 			return -1;
 		if (is_zombie(x))
@@ -463,7 +464,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	pathmap_files(&o.pm, &files);
-	if (prepare(&r, j, &files, &o.pm, verbose, o.cpu_in_use, &e)) {
+	if (prepare(&r, j, &files, &o, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}

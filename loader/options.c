@@ -18,7 +18,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: restart-loader [-v | -vv] [--stats[=text|json]] [--progress | --no-progress]\n"
 		   "                      [--detach] [--pidfile FILE] [--log FILE] [--pid-ns]\n"
-		   "                      [--path-map OLD=NEW]... [--cpu-check=enabled|in-use] IMAGE\n"
+		   "                      [--path-map OLD=NEW]... [--cpu-check=enabled|in-use]\n"
+		   "                      [--cgroup=saved|here] IMAGE\n"
 		   "       restart-loader --unlock-net IMAGE\n"
 		   "       restart-loader --check\n"
 		   "       restart-loader --version | --help\n"
@@ -42,6 +43,9 @@ static void usage(FILE *f)
 		   "      --cpu-check=enabled|in-use\n"
 		   "                      in-use: require only the CPU state the threads hold,\n"
 		   "                      not all the saving kernel enabled\n"
+		   "      --cgroup=saved|here\n"
+		   "                      saved (default): each process back into its saved\n"
+		   "                      cgroup v2 path; here: left in the loader's own\n"
 		   "      --unlock-net    restore nothing: let the packets of the image's TCP\n"
 		   "                      connections through again (their peers see them reset)\n"
 		   "      --check         say whether this machine can checkpoint and restore,\n"
@@ -62,6 +66,7 @@ int loader_parse(int argc, char **argv, struct loader_opts *o)
 		{ "log", required_argument, NULL, 'l' },
 		{ "check", no_argument, NULL, 'c' },
 		{ "unlock-net", no_argument, NULL, 'U' },
+		{ "cgroup", required_argument, NULL, 'G' },
 		{ "path-map", required_argument, NULL, 'M' },
 		{ "pid-ns", no_argument, NULL, 'N' },
 		{ "cpu-check", required_argument, NULL, 'C' },
@@ -90,6 +95,14 @@ int loader_parse(int argc, char **argv, struct loader_opts *o)
 		case 'l': o->log = optarg; break;
 		case 'c': o->check = 1; break;
 		case 'U': o->unlock_net = 1; break;
+		case 'G':
+			if (strcmp(optarg, "saved") && strcmp(optarg, "here")) {
+				fprintf(stderr, "restart-loader: --cgroup=%s: expected saved or here\n",
+					optarg);
+				return 2;
+			}
+			o->cgroup_here = !strcmp(optarg, "here");
+			break;
 		case 'N': o->pidns = 1; break;
 		case 'C':
 			if (strcmp(optarg, "in-use") && strcmp(optarg, "enabled")) {

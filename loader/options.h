@@ -18,6 +18,7 @@ struct loader_opts {
 	int pidns;		/* --pid-ns: a PID namespace of its own */
 	int cpu_in_use;		/* --cpu-check=in-use */
 	int unlock_net;		/* --unlock-net: only remove the image's network lock */
+	int cgroup_here;	/* --cgroup=here: stay in the loader's cgroup */
 	struct pathmap pm;	/* --path-map OLD=NEW... */
 };
 

@@ -2,7 +2,8 @@
 /*
  * ckpt-oci IMAGE -o DIR: an OCI image layout (image-spec 1.0) whose one
  * layer holds the static restart-loader and IMAGE (as /image.ckpt),
- * entrypoint ["/restart-loader", "/image.ckpt"]: a container that needs nothing else
+ * entrypoint ["/restart-loader", "--cgroup=here", "/image.ckpt"]: a container that
+ * needs nothing else
  * (with a self-contained IMAGE: saver --self-contained).
  *
  *   ckpt-oci [--loader PATH] [--tag TAG] IMAGE -o DIR
@@ -254,7 +255,9 @@ static void config_json(struct buf *b, const char *name, const char *diff)
 	snprintf(ep, sizeof(ep), "/%s", name);
 	json_raw(b, "{\"architecture\":");
 	json_str(b, oci_arch());
-	json_raw(b, ",\"os\":\"linux\",\"config\":{\"Entrypoint\":[\"/restart-loader\",");
+	/* the container's cgroup is its runtime's choice, not the saved path */
+	json_raw(b, ",\"os\":\"linux\",\"config\":{\"Entrypoint\":[\"/restart-loader\","
+		    "\"--cgroup=here\",");
 	json_str(b, ep);
 	json_raw(b, "],\"WorkingDir\":\"/\"},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:");
 	json_raw(b, diff);
