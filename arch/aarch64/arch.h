@@ -76,4 +76,19 @@ static inline long arch_find_syscall_insn(const uint8_t *code, unsigned long n)
 	return -1;
 }
 
+/*
+ * Parking (saver/park.c) is not done here yet: plain injection. (The
+ * vdso's __kernel_rt_sigreturn is the gadget; the call is swapped in at
+ * its entry stop through NT_ARM_SYSTEM_CALL.)
+ */
+#define ARCH_HAS_PARK 0
+
+static inline long arch_find_sigreturn(const uint8_t *code, unsigned long n, unsigned *len)
+{
+	(void)code;
+	(void)n;
+	*len = 0;
+	return -1;
+}
+
 #endif

@@ -68,6 +68,17 @@ static inline int arch_rewind_syscall(struct arch_gpregs *r)
 	return 1;
 }
 
+/* A system call's six arguments, in their registers. */
+static inline void arch_syscall_args(struct arch_gpregs *r, const uint64_t a[6])
+{
+	r->rdi = a[0];
+	r->rsi = a[1];
+	r->rdx = a[2];
+	r->r10 = a[3];
+	r->r8 = a[4];
+	r->r9 = a[5];
+}
+
 /* Sets up a syscall to run at `insn` (a syscall instruction). */
 static inline void arch_setup_syscall(struct arch_gpregs *r, uint64_t insn,
 				      long nr, const uint64_t a[6])
@@ -75,12 +86,7 @@ static inline void arch_setup_syscall(struct arch_gpregs *r, uint64_t insn,
 	r->rip = insn;
 	r->rax = (uint64_t)nr;
 	r->orig_rax = (uint64_t)-1;	/* no restart logic on resume */
-	r->rdi = a[0];
-	r->rsi = a[1];
-	r->rdx = a[2];
-	r->r10 = a[3];
-	r->r8 = a[4];
-	r->r9 = a[5];
+	arch_syscall_args(r, a);
 }
 
 /* Finds a syscall instruction (0f 05) in code; returns its offset or -1. */
@@ -91,5 +97,76 @@ static inline long arch_find_syscall_insn(const uint8_t *code, unsigned long n)
 			return (long)i;
 	return -1;
 }
+
+/*
+ * Parking (saver/park.c): a thread carrying injected state sits on a
+ * sigreturn gadget ("mov $15, %rax; syscall", found in the program's own
+ * code: libc's __restore_rt) with its stack pointer on a signal frame of
+ * its real state, so that, should the saver die, the thread resumes by
+ * rt_sigreturn into exactly that state. Each injected call is swapped in
+ * at the entry stop of that rt_sigreturn, and returns to the gadget.
+ */
+#define ARCH_HAS_PARK 1
+#define ARCH_NR_SIGRETURN 15
+
+/* Offset of a sigreturn gadget in code, or -1; *len: its length. */
+static inline long arch_find_sigreturn(const uint8_t *code, unsigned long n, unsigned *len)
+{
+	static const uint8_t movq[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+	static const uint8_t movl[] = { 0xb8, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+
+	for (unsigned long i = 0; i + sizeof(movq) <= n; i++) {
+		unsigned k = 0;
+
+		while (k < sizeof(movq) && code[i + k] == movq[k])
+			k++;
+		if (k == sizeof(movq)) {
+			*len = sizeof(movq);
+			return (long)i;
+		}
+		for (k = 0; k < sizeof(movl) && code[i + k] == movl[k]; k++)
+			;
+		if (k == sizeof(movl)) {
+			*len = sizeof(movl);
+			return (long)i;
+		}
+	}
+	return -1;
+}
+
+/* The stack pointer rt_sigreturn takes `frame` from: 8 below it. */
+static inline uint64_t arch_frame_sp(uint64_t frame)
+{
+	return frame + 8;
+}
+
+/* The parked state: on the gadget, the frame at `frame` (remote address). */
+static inline void arch_park_regs(struct arch_gpregs *r, uint64_t gadget, uint64_t frame)
+{
+	r->rip = gadget;
+	r->rsp = arch_frame_sp(frame);
+	r->orig_rax = (uint64_t)-1;
+}
+
+/* At the entry stop of the gadget's rt_sigreturn: run nr instead, then the gadget. */
+static inline void arch_park_syscall(struct arch_gpregs *r, uint64_t gadget, long nr,
+				     const uint64_t a[6])
+{
+	r->orig_rax = (uint64_t)nr;
+	arch_syscall_args(r, a);
+	r->rip = gadget;
+}
+
+/* A state that runs exit_group(0) at insn (a syscall instruction). */
+static inline void arch_exit_regs(struct arch_gpregs *r, uint64_t insn)
+{
+	r->rip = insn;
+	r->rax = 231;	/* exit_group */
+	r->rdi = 0;
+	r->orig_rax = (uint64_t)-1;
+}
+
+/* The red zone below the stack pointer that a signal frame skips. */
+#define ARCH_RED_ZONE 128
 
 #endif
