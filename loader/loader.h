@@ -80,6 +80,11 @@ struct plan;
 size_t creds_plan_size(const struct restore *rs);
 void plan_creds(struct plan *p, struct arena *a, const struct restore *rs);
 
+/* timers.c: POSIX timers in the plan; can this kernel give their ids? */
+int timers_preflight(const struct restore *rs, struct ibcr_err *e);
+size_t timers_plan_size(const struct restore *rs);
+void plan_timers(struct plan *p, struct arena *a, const struct restore *rs);
+
 /* tcp.c: established TCP connections, in repair mode until tcp_finish */
 int tcp_repair_on(int s);
 int tcp_restore(int s, const uint8_t *data, uint64_t len, const struct sockaddr *peer,

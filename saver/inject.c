@@ -148,7 +148,8 @@ int capture_injected(struct target *t, struct ibcr_err *e)
 	    read_process_bits(t, (uint64_t)scratch, e) ||
 	    read_threads_all(t, (uint64_t)scratch, e))
 		goto out;
-	if (capture_attrs(t, (uint64_t)scratch, e))
+	if (capture_attrs(t, (uint64_t)scratch, e) ||
+	    capture_ptimers(t, (uint64_t)scratch, e))
 		goto out;
 	rc = 0;
 out:

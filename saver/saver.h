@@ -84,6 +84,8 @@ int inject_call(struct target *t, uint32_t thread, long nr, uint64_t a0, uint64_
 
 /* attrs.c: process and thread attributes (PATTRS, TATTRS); scratch: a page of t */
 int capture_attrs(struct target *t, uint64_t scratch, struct ibcr_err *e);
+/* ptimers.c: POSIX timers, read by injected calls into scratch */
+int capture_ptimers(struct target *t, uint64_t scratch, struct ibcr_err *e);
 /* Once captured: the stop state and the stop signals still queued. */
 void attrs_stop_state(struct target *t);
 /* Once all are captured: what the process tree cannot give back. */
