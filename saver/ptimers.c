@@ -44,9 +44,12 @@ static int parse_one(char **pos, struct ibcr_ptimer *t, int32_t *target)
 
 static const char *clock_name(int32_t c)
 {
+	/* glibc makes CLOCK_*_CPUTIME_ID timers on the kernel's CPU clocks */
+	if (c < 0)
+		return (c & 4) ? "a thread's CPU-time clock" : "a process's CPU-time clock";
 	return c == 2 ? "CLOCK_PROCESS_CPUTIME_ID" : c == 3 ? "CLOCK_THREAD_CPUTIME_ID" :
 	       c == 8 ? "CLOCK_REALTIME_ALARM" : c == 9 ? "CLOCK_BOOTTIME_ALARM" :
-	       c < 0 ? "a CPU-time clock of a process or thread" : "an unknown clock";
+	       "an unknown clock";
 }
 
 /* Whom it signals: the process itself, or one of its threads. */
@@ -111,6 +114,9 @@ int capture_ptimers(struct target *t, uint64_t scratch, struct ibcr_err *e)
 	int32_t target;
 	int rc = 0, got = 0;
 
+	free(t->ps.ptimers);	/* read again: a capture tried again */
+	t->ps.ptimers = NULL;
+	t->ps.nptimers = 0;
 	snprintf(path, sizeof(path), "/proc/%d/timers", (int)t->pid);
 	if (proc_read(path, &s, NULL, e))
 		return -1;

@@ -8,6 +8,16 @@
 # two --kill cycles (the second making the ids in order, as a kernel
 # before 6.17 must); /proc/PID/timers shows the same before and after.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/gate.sh"
+
+# a timer on a CPU-time clock is refused, and the program runs on
+start "$T/cpu.out" "$PROGS/ptimers" 100 cpu
+wait_line "$T/cpu.out" '^tick 1 '
+saver_refuses "$T/cpu.ckpt" "^saver: pid $PID: POSIX timer [0-9]+ runs on a process.s CPU-time clock \(clock id -6\): not supported$" --kill "$PID"
+now=$(last_tick "$T/cpu.out")
+wait_line "$T/cpu.out" "^tick $((now + 2)) "
+kill -USR1 "$PID"
+wait "$PID" || fail "the refused program failed: $(tail -n 2 "$T/cpu.out")"
 
 start "$T/prog.out" "$PROGS/ptimers" 100
 pid=$PID

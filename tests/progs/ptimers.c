@@ -19,7 +19,8 @@
  * signal is pending. On SIGUSR1 it checks that A and D fired since the
  * last restore-sized gap and says DONE. "FAIL ..." and exit 1 otherwise.
  *
- *   ptimers TICKS-MS
+ *   ptimers TICKS-MS [cpu]   cpu: also a CLOCK_PROCESS_CPUTIME_ID timer,
+ *                            which the saver refuses
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -235,11 +236,16 @@ static void check_all(void)
 int main(int argc, char **argv)
 {
 	long ms = argc > 1 ? atol(argv[1]) : 100;
+	timer_t cpu;
 	struct timespec tick = { ms / 1000, (ms % 1000) * 1000000 };
 	int last_a = 0, last_d = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	setup();
+	if (argc > 2 && !strcmp(argv[2], "cpu")) {
+		cpu = make(CLOCK_PROCESS_CPUTIME_ID, SIGEV_NONE, 0, 0);
+		arm(cpu, 0, SEC(100), 0);
+	}
 	c_left0 = ns(get(tc, "C").it_value);
 	c_boot0 = now(CLOCK_BOOTTIME);
 	printf("ids A %ld B %ld C %ld D %ld E %ld F %ld G %ld overrun %lld\n",
