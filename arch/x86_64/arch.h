@@ -68,6 +68,28 @@ static inline int arch_rewind_syscall(struct arch_gpregs *r)
 	return 1;
 }
 
+/*
+ * The syscalls the kernel ends with -EINTR instead of restarting, even
+ * when woken by nothing but ptrace's interrupt (which sets the thread's
+ * signal-pending flag): epoll_wait, epoll_pwait, epoll_pwait2,
+ * rt_sigtimedwait, semop, semtimedop. A thread stopped at the exit of one
+ * with -EINTR and no signal delivered (the saver's caller checks that)
+ * was ended by the saver: rewound like a restartable one, the program
+ * never sees that EINTR. Returns 1 when it rewound.
+ */
+static inline int arch_rewind_eintr(struct arch_gpregs *r)
+{
+	int64_t nr = (int64_t)r->orig_rax;
+
+	if ((int64_t)r->rax != -4 /* EINTR */ ||
+	    (nr != 232 && nr != 281 && nr != 441 && nr != 128 && nr != 65 && nr != 220))
+		return 0;
+	r->rax = r->orig_rax;
+	r->rip -= ARCH_SYSCALL_INSN_LEN;
+	r->orig_rax = (uint64_t)-1;
+	return 1;
+}
+
 /* Sets up a syscall to run at `insn` (a syscall instruction). */
 static inline void arch_setup_syscall(struct arch_gpregs *r, uint64_t insn,
 				      long nr, const uint64_t a[6])
