@@ -162,7 +162,12 @@ int verbs_standins(struct restore *rs, struct ibcr_err *e);
 int verbs_pokes(struct restore *rs, struct ibcr_err *e);
 
 /* objects.c (parent, before forking): opens the image's file objects */
-int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_err *e);
+int objects_open(const struct ibcr_files *f, int base, int **out, uint32_t *failed,
+		 struct ibcr_err *e);
+struct job;
+/* the first process and fd that hold object obj, said before e's message */
+void objects_name_holder(const struct job *j, uint32_t n, uint32_t obj,
+			 struct ibcr_err *e);
 
 /* sockopt.c: a socket's saved options (late: those set after its data) */
 int sockopt_apply(int s, uint32_t obj, const struct ibcr_files *f, int late,

@@ -430,6 +430,7 @@ int main(int argc, char **argv)
 	struct job *j;
 	struct pathmap pm = { 0 };
 	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL, pidns = 0;
+	uint32_t failed = UINT32_MAX;	/* the object objects_open could not make */
 	int cpu_in_use = 0, unlock = 0, locked;
 
 	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
@@ -504,7 +505,9 @@ int main(int argc, char **argv)
 	}
 	base = fd_base(j, r.hdr.nprocs);
 	if ((img_fd = fcntl(r.fd, F_DUPFD_CLOEXEC, base)) < 0 ||
-	    objects_open(&files, base, &obj_fds, &e)) {
+	    objects_open(&files, base, &obj_fds, &failed, &e)) {
+		if (img_fd >= 0 && failed != UINT32_MAX)
+			objects_name_holder(j, r.hdr.nprocs, failed, &e);
 		fprintf(stderr, "restart-loader: %s\n", img_fd < 0 ? strerror(errno) : e.msg);
 		return 1;
 	}

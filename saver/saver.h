@@ -132,6 +132,8 @@ struct fobjs {
 	uint32_t given_up;	/* TCP connections given up (--tcp-close) */
 	struct ibcr_sockopts sockopts;	/* every socket's options (SOCKOPTS) */
 };
+/* reopen.c: unprivileged, every file reopened by path must open for us */
+int reopen_check(const struct fobjs *o, struct ibcr_err *e);
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e);
 /* A new object of pid's fd (or -1: of no descriptor), path link; its index. */
 uint32_t fobjs_add(struct fobjs *o, pid_t pid, int fd, const char *link);
