@@ -44,6 +44,15 @@ static inline int64_t arch_syscall_nr(const struct arch_gpregs *r)
 	return (int64_t)r->orig_rax;
 }
 
+/* The syscall runs again on resume, with its original arguments. */
+static inline int arch_rewind(struct arch_gpregs *r)
+{
+	r->rax = r->orig_rax;
+	r->rip -= ARCH_SYSCALL_INSN_LEN;
+	r->orig_rax = (uint64_t)-1;
+	return 1;
+}
+
 /*
  * A thread stopped by PTRACE_INTERRUPT inside a syscall the kernel would
  * restart shows -ERESTART* in rax with orig_rax >= 0; the kernel rewinds
@@ -62,10 +71,7 @@ static inline int arch_rewind_syscall(struct arch_gpregs *r)
 		return 0;
 	if (ret != -512 && ret != -513 && ret != -514 && ret != -516)
 		return 0;	/* ERESTARTSYS, NOINTR, NOHAND, RESTARTBLOCK */
-	r->rax = r->orig_rax;
-	r->rip -= ARCH_SYSCALL_INSN_LEN;
-	r->orig_rax = (uint64_t)-1;
-	return 1;
+	return arch_rewind(r);
 }
 
 /*
@@ -84,10 +90,7 @@ static inline int arch_rewind_eintr(struct arch_gpregs *r)
 	if ((int64_t)r->rax != -4 /* EINTR */ ||
 	    (nr != 232 && nr != 281 && nr != 441 && nr != 128 && nr != 65 && nr != 220))
 		return 0;
-	r->rax = r->orig_rax;
-	r->rip -= ARCH_SYSCALL_INSN_LEN;
-	r->orig_rax = (uint64_t)-1;
-	return 1;
+	return arch_rewind(r);
 }
 
 /* Sets up a syscall to run at `insn` (a syscall instruction). */
