@@ -55,6 +55,7 @@ enum ibcr_sec_type {
 	IBCR_SEC_CREDS = 12,	/* struct ibcr_creds_hdr + per-thread records */
 	IBCR_SEC_SECCOMP = 13,	/* struct ibcr_seccomp_hdr + filters + programs */
 	IBCR_SEC_COW = 24,	/* pages a process shares with its parent */
+	IBCR_SEC_PAGESUMS = 26,	/* a sum per chunk of each region's page data */
 	IBCR_SEC_PATTRS = 14,	/* struct ibcr_pattrs + cgroup path */
 	IBCR_SEC_TATTRS = 15,	/* struct ibcr_tattrs[nthreads] */
 	IBCR_SEC_FILEDATA = 16,	/* image-wide: bytes of deleted files and memfds */
@@ -877,6 +878,25 @@ struct ibcr_cow_region {
 	uint32_t src;		/* index in the parent's VMAS */
 	uint64_t run0, nruns;	/* its runs in this section's runs */
 };
+
+/*
+ * PAGESUMS section, per process with uncompressed page data, after its
+ * VMAS: the page_sum of every `chunk` bytes of each region's data, so
+ * that a restore which fills memory while the program runs again
+ * (restart-loader --lazy) checks each piece before it puts it in. Sum k
+ * of a region covers its data [k * chunk, (k + 1) * chunk), cut at its
+ * end, its pages' seeds their indices in the region's data as for
+ * data_crc, so a region's sums add up to its data_crc.
+ */
+struct ibcr_pagesums_hdr {
+	uint32_t chunk;		/* a power of two, a multiple of the page size */
+	uint32_t pad;
+	uint64_t nsums;
+	/* uint32_t sums[nsums]: region after region (those with data, in */
+	/* VMAS order), ceil(data_len / chunk) each */
+};
+
+#define IBCR_PAGESUMS_CHUNK (64u << 10)
 
 /* A run of stored pages: [addr, addr + npages * page_size). */
 struct ibcr_run {

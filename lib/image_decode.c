@@ -573,6 +573,8 @@ static int dec_one(struct img_reader *r, uint32_t proc, uint32_t idx,
 		return dec_seccomp(r->path, proc, p, s->h.size, &ps->priv, e);
 	case IBCR_SEC_COW:
 		return dec_cow(r->path, proc, p, s->h.size, r->hdr.page_size, ps, e);
+	case IBCR_SEC_PAGESUMS:
+		return dec_pagesums(r->path, proc, p, s->h.size, r->hdr.page_size, ps, e);
 	case IBCR_SEC_PATTRS:
 		return dec_pattrs(r->path, proc, p, s->h.size, ps, e);
 	case IBCR_SEC_TATTRS:
@@ -760,5 +762,6 @@ void ibcr_process_free(struct ibcr_process_state *ps)
 	free(ps->cgroup);
 	free(ps->tattrs);
 	free(ps->ptimers);
+	free(ps->sums);
 	memset(ps, 0, sizeof(*ps));
 }

@@ -34,6 +34,7 @@ const char *ibcr_sec_type_name(uint32_t type)
 	case IBCR_SEC_CREDS: return "CREDS";
 	case IBCR_SEC_SECCOMP: return "SECCOMP";
 	case IBCR_SEC_COW: return "COW";
+	case IBCR_SEC_PAGESUMS: return "PAGESUMS";
 	case IBCR_SEC_PATTRS: return "PATTRS";
 	case IBCR_SEC_TATTRS: return "TATTRS";
 	case IBCR_SEC_PTIMERS: return "PTIMERS";

@@ -74,6 +74,9 @@ struct ibcr_process_state {
 	struct ibcr_tattrs *tattrs;	/* rec.nthreads records, or NULL */
 	uint32_t nptimers;	/* PTIMERS: POSIX timers, ascending ids */
 	struct ibcr_ptimer *ptimers;
+	uint32_t sum_chunk;	/* PAGESUMS: bytes per sum, 0 without */
+	uint64_t nsums;
+	uint32_t *sums;
 };
 
 /* The image's open file descriptions, shared by its processes. */

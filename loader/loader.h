@@ -62,6 +62,8 @@ struct restore {
 	int cpu_in_use;		/* --cpu-check=in-use */
 	uint64_t *cow_at;	/* per region: built at this address before */
 				/* forking (cow.c), or 0 */
+	int stream_fill;	/* the loader fills its regions from the stream */
+	int lazy;		/* --lazy: regions may be filled once it runs (lazy.c) */
 };
 
 /* creds.c: can the loader give every thread its credentials and sandbox? */
@@ -79,6 +81,7 @@ struct plan;
 /* credplan.c: each thread's credentials and filters in the plan */
 size_t creds_plan_size(const struct restore *rs);
 void plan_creds(struct plan *p, struct arena *a, const struct restore *rs);
+void plan_creds_shared(struct plan *p, const struct restore *rs);
 
 /* timers.c: POSIX timers in the plan; can this kernel give their ids? */
 int timers_preflight(const struct restore *rs, struct ibcr_err *e);
@@ -226,7 +229,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 __attribute__((noreturn)) void child_fail(int fd, const struct ibcr_err *e);
 
 /* finalize.c (parent) */
-int finalize(pid_t child, int status_fd, int control_fd, int verbose,
+int finalize(pid_t child, int status_fd, int control_fd, int verbose, int keep,
 	     struct ibcr_err *e);
 
 /* pages.c (parent): fills the regions of a compressed image on request */
@@ -250,6 +253,7 @@ struct pages {
 	uint8_t *help_buf;	/* pagehelp.c */
 	/* page data we put in (--stats): by UFFDIO_COPY, by writing */
 	uint64_t copied, written;
+	struct stream *stream;	/* uncompressed, not in the page cache (stream.c) */
 };
 
 int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd,
@@ -261,6 +265,9 @@ int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd
  */
 int pages_fill(struct pages *pg, uint32_t idx, int fd, struct ibcr_err *e);
 void pages_close(struct pages *pg);
+/* `len` bytes of the page stream from offset `at` (region v's) into place */
+int pages_put(struct pages *pg, const struct ibcr_vma *v, uint64_t at, const uint8_t *p,
+	      uint64_t len);
 /*
  * pagehelp.c: page data of region idx from byte `from` on, into child;
  * *sum is the page_sum of what was put in.
@@ -294,6 +301,7 @@ struct job {
 	int st, exited;
 	int pages_open;
 	struct pages pages;	/* compressed images: the filler */
+	struct lazy *lazy;	/* --lazy: its fill, once the core handed it over */
 };
 
 /* shm.c: shared memory objects, made once and handed down by fork */

@@ -27,6 +27,8 @@
 #include "buf.h"
 #include "fdkinds.h"
 #include "loader.h"
+#include "stream.h"
+#include "lazy.h"
 #include "netlock.h"
 #include "sockopt.h"
 
@@ -46,6 +48,8 @@ static void usage(FILE *f)
 		   "      --cpu-check=in-use\n"
 		   "                 require only the CPU state the threads hold, not all the\n"
 		   "                 saving kernel enabled (a program started with a baseline)\n"
+		   "      --lazy     resume before the memory is in; the loader fills it behind\n"
+		   "                 (one process, CAP_SYS_PTRACE; else filled first, as always)\n"
 		   "      --unlock-net  restore nothing: let the packets of the image's TCP\n"
 		   "                 connections through again (their peers see them reset)\n");
 }
@@ -189,6 +193,11 @@ static int read_status(struct job *j, char *msg, size_t size)
 			serve_help(j, msg[0] == 'U');
 			continue;
 		}
+		if (msg[0] == 'L') {
+			if (lazy_serve(j, j->rs.verbose))
+				return -1;
+			continue;
+		}
 		if (msg[0] == 'C') {
 			if (read(j->status_fd, &j->child, 4) != 4)
 				return -1;
@@ -268,7 +277,7 @@ static __attribute__((noreturn)) void wait_all(struct job *j, uint32_t n)
 
 	for (uint32_t i = 0; i < n; i++)
 		if (j[i].parent < 0 && j[i].child > 0)
-			pids[roots++] = j[i].child, left++;
+			pids[roots++] = j[i].child, left += !j[i].exited;
 	signal(SIGINT, SIG_IGN);	/* terminal signals reach the processes */
 	signal(SIGQUIT, SIG_IGN);
 	init_forward(pids, roots);	/* a container's init passes them on */
@@ -415,11 +424,12 @@ int main(int argc, char **argv)
 		{ "path-map", required_argument, NULL, 'M' },
 		{ "pid-ns", no_argument, NULL, 'N' },
 		{ "cpu-check", required_argument, NULL, 'C' },
+		{ "lazy", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	double start = now_ms(), t_prepared, t_filled;
-	uint64_t copied = 0, written = 0;	/* page data we put in */
+	uint64_t copied = 0, written = 0, direct = 0;	/* page data we put in, read direct */
 	struct img_reader r;
 	struct ibcr_err e = { "" };
 	struct ibcr_files files;
@@ -431,7 +441,7 @@ int main(int argc, char **argv)
 	struct pathmap pm = { 0 };
 	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL, pidns = 0;
 	uint32_t failed = UINT32_MAX;	/* the object objects_open could not make */
-	int cpu_in_use = 0, unlock = 0, locked;
+	int cpu_in_use = 0, unlock = 0, locked, lazy = 0;
 
 	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
 		if (opt == 'v')
@@ -440,6 +450,8 @@ int main(int argc, char **argv)
 			stats = 1;
 		else if (opt == 'U')
 			unlock = 1;
+		else if (opt == 'L')
+			lazy = 1;
 		else if (opt == 'N')
 			pidns = 1;
 		else if (opt == 'C' && (!strcmp(optarg, "in-use") || !strcmp(optarg, "enabled")))
@@ -518,6 +530,10 @@ int main(int argc, char **argv)
 		j[i].rs.fd_base = base;
 	}
 	tree_link(j, r.hdr.nprocs);
+	/* one process: a tree's forks and shared pages are not held yet (lazyhold.c) */
+	for (uint32_t i = 0; lazy && r.hdr.nprocs == 1 && i < r.hdr.nprocs; i++)
+		j[i].rs.lazy = 1;
+	stream_decide(j, r.hdr.nprocs, r.fd, verbose);
 	if (cow_prepare(j, r.hdr.nprocs, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
@@ -551,9 +567,11 @@ int main(int argc, char **argv)
 			continue;
 		copied += j[i].pages.copied;
 		written += j[i].pages.written;
+		direct += stream_direct_bytes(j[i].pages.stream);
 		if (j[i].pages_open)
 			pages_close(&j[i].pages);
-		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose, &e)) {
+		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose,
+			     j[i].lazy != NULL, &e)) {
 			fprintf(stderr, "restart-loader: pid %d: %s\n", j[i].ps.rec.pid, e.msg);
 			kill_all(j, r.hdr.nprocs);
 			return 1;
@@ -570,10 +588,19 @@ int main(int argc, char **argv)
 
 		getrusage(RUSAGE_SELF, &ru);
 		fprintf(stderr, "ibcr-stats: restore_ms=%.1f prepare_ms=%.1f memory_ms=%.1f "
-			"finish_ms=%.1f peak_rss_kb=%ld uffd_kb=%llu written_kb=%llu\n",
+			"finish_ms=%.1f peak_rss_kb=%ld uffd_kb=%llu written_kb=%llu direct_kb=%llu\n",
 			now_ms() - start, t_prepared - start, t_filled - t_prepared,
 			now_ms() - t_filled, ru.ru_maxrss, (unsigned long long)copied >> 10,
-			(unsigned long long)written >> 10);
+			(unsigned long long)written >> 10, (unsigned long long)direct >> 10);
+	}
+	for (uint32_t i = 0; i < r.hdr.nprocs; i++) {
+		lazy_hold(j[i].lazy, j[i].child, &j[i].st, &j[i].exited);
+		if (stats && j[i].lazy)
+			fprintf(stderr, "ibcr-stats: lazy_fill_ms=%.1f full_ms=%.1f faults=%llu\n",
+				lazy_fill_ms(j[i].lazy), now_ms() - start,
+				(unsigned long long)lazy_faults(j[i].lazy));
+		lazy_free(j[i].lazy);
+		j[i].lazy = NULL;
 	}
 	wait_all(j, r.hdr.nprocs);
 }

@@ -15,6 +15,7 @@
 
 #include "arch.h"
 #include "buf.h"
+#include "lazy.h"
 #include "loader.h"
 #include "procfs.h"
 #include "sigframe.h"
@@ -205,6 +206,7 @@ static void plan_vmas(struct plan *p, struct arena *a, struct restore *rs)
 			.runs = runs + v->run0, .nruns = v->nruns,
 			.data_off = ps->pages_off + v->data_off, .data_len = v->data_len,
 			.name = take_str(a, ps->vma_names[i]),
+			.lazy = (uint32_t)lazy_region(rs, i),
 		};
 	}
 	p->vmas = pv;
@@ -357,8 +359,9 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	p->control_fd = rs->control_fd;
 	p->flags = (rs->exact_pid ? PLAN_EXACT_TIDS : 0) |
 		   (trace_on() ? PLAN_TRACE : 0) |
-		   (rs->ps->nblocks ? PLAN_FILL_BY_LOADER : 0) |
-		   (getenv("IBCR_NO_UFFD") ? PLAN_NO_UFFD : 0);
+		   (rs->ps->nblocks || rs->stream_fill ? PLAN_FILL_BY_LOADER : 0) |
+		   (getenv("IBCR_NO_UFFD") ? PLAN_NO_UFFD : 0) |
+		   (rs->lazy ? PLAN_LAZY : 0);
 	p->image_path = take_str(&a, rs->r->path);
 	p->bounce_len = BOUNCE;
 	p->bounce = take(&a, BOUNCE, 64);
@@ -369,6 +372,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	plan_creds(p, &a, rs);
 	plan_timers(p, &a, rs);
 	attrs_plan(p, rs);
+	plan_creds_shared(p, rs);
 	plan_fds(p, &a, rs);
 	plan_pokes(p, &a, rs);
 	plan_shm(p, &a, rs);

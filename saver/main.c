@@ -237,6 +237,7 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 		enc_vmas(&b, &t[i].ps);
 		if (imgw_section(&w, IBCR_SEC_VMAS, i, NULL, b.p, b.len, e) ||
 		    cow_write_section(&t[i], i, &w, e) ||
+		    pagesums_write_section(&t[i], i, &w, e) ||
 		    verbs_write_section(&t[i], i, &w, e))
 			goto fail;
 	}

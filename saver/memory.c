@@ -331,7 +331,18 @@ static void add_page(struct dump *d, uint64_t addr, uint64_t pg)
 	d->v->nruns++;
 }
 
-/* From the freeze's copy of shared memory when there is one. */
+/*
+ * The page about to be stored, its term of the region's sum; also of
+ * its chunk's in PAGESUMS (pagesums.c) when the data is stored raw.
+ */
+static void add_sum(struct dump *d, uint32_t term)
+{
+	d->crc += term;
+	if (d->sink.codec == IBCR_CODEC_RAW)
+		pagesum_add(d->t, d->v->data_len, term);
+}
+
+/* From the freeze's copy (shared memory, DONTFORK) when there is one. */
 static int read_pages(struct dump *d, uint64_t addr, uint8_t *dst, size_t len,
 		      struct ibcr_err *e)
 {
@@ -371,7 +382,7 @@ static int dump_direct(struct dump *d, uint64_t addr, uint64_t npages,
 				continue;
 			if (p != dst + kept)
 				memmove(dst + kept, p, pg);
-			d->crc = page_sum(d->crc, dst + kept, pg, pg, d->v->data_len / pg);
+			add_sum(d, page_sum(0, dst + kept, pg, pg, d->v->data_len / pg));
 			d->v->data_len += pg;
 			add_page(d, addr + i * pg, pg);
 			kept += pg;
@@ -402,7 +413,7 @@ static int dump_range(struct dump *d, uint64_t addr, uint64_t npages,
 			continue;
 		if (sink_put(&d->sink, p, pg, e))
 			return -1;
-		d->crc = page_sum(d->crc, p, pg, pg, d->v->data_len / pg);
+		add_sum(d, page_sum(0, p, pg, pg, d->v->data_len / pg));
 		d->v->data_len += pg;
 		add_page(d, addr + i * pg, pg);
 	}
@@ -426,11 +437,6 @@ static int shmem_has_data(struct dump *d, uint64_t off, uint64_t len)
 {
 	off_t data;
 
-	if (d->copy) {	/* as it was in the freeze */
-		uint64_t p = (off - d->v->pgoff) / (uint64_t)getpagesize();
-
-		return (d->copy->bits[p / 64] >> (p % 64)) & 1;
-	}
 	if (d->objfd < 0)
 		return 1;
 	data = lseek(d->objfd, (off_t)off, SEEK_DATA);
@@ -442,7 +448,7 @@ static int dump_chunk(struct dump *d, enum pick how, uint64_t addr, uint64_t npa
 {
 	uint64_t pg = (uint64_t)getpagesize(), run = 0, run_start = 0;
 
-	if (how != PICK_ALL) {
+	if (how != PICK_ALL && !d->copy) {	/* a copy's bits say it */
 		ssize_t want = (ssize_t)(npages * 8);
 
 		if (pread(d->pmfd, d->pm, (size_t)want, (off_t)(addr / pg * 8)) != want)
@@ -453,7 +459,8 @@ static int dump_chunk(struct dump *d, enum pick how, uint64_t addr, uint64_t npa
 		uint64_t a = addr + i * pg;
 		uint64_t p = (a - d->v->start) / pg;
 		int want = i < npages &&
-			   (how == PICK_ALL ?
+			   (d->copy ? (int)(d->copy->bits[p / 64] >> (p % 64) & 1) :
+			    how == PICK_ALL ?
 			    shmem_has_data(d, d->v->pgoff + (a - d->v->start), pg) :
 			    wanted(how, d->pm[i])) &&
 			   !(d->cow && (d->cow[p / 64] & (1ull << (p % 64))));
@@ -527,6 +534,8 @@ int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
 		return ibcr_fail_errno(e, errno, "pid %d: opening %s", (int)t->pid, path);
 	d.buf = xmalloc(CHUNK_PAGES * pg);
 	d.pm = xmalloc(CHUNK_PAGES * 8);
+	t->ps.nsums = 0;	/* PAGESUMS, gathered as the pages are (add_sum) */
+	t->ps.sum_chunk = 0;
 	/* raw page data starts page-aligned, to be read (or mapped) in place */
 	if (imgw_begin(w, IBCR_SEC_PAGES, proc, flags, codec ? 8 : (uint32_t)pg, e) ||
 	    sink_init(&d.sink, w, codec, level))

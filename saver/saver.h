@@ -42,6 +42,7 @@ struct target {
 	uint32_t ncow;
 	struct shm_copy *shmcopy;	/* shared memory copied in the freeze */
 	uint32_t nshmcopy;
+	uint64_t cap_sums;	/* room in ps.sums (pagesums.c) */
 	struct ibcr_process_state ps;
 };
 
@@ -239,6 +240,11 @@ const uint64_t *cow_bits(const struct target *t, uint32_t vma);
 int cow_write_section(struct target *t, uint32_t proc, struct img_writer *w,
 		      struct ibcr_err *e);
 
+/* pagesums.c: a sum per chunk of page data stored raw, for lazy restores */
+void pagesum_add(struct target *t, uint64_t data_off, uint32_t term);
+int pagesums_write_section(struct target *t, uint32_t proc, struct img_writer *w,
+			   struct ibcr_err *e);
+
 /* shmobj.c: which shared regions hold their object's data (before shm_copy_all) */
 void shm_decide_refs(struct target *t, uint32_t n);
 /* shmsnap.c: 0 copied, 1 no memory for it (no snapshot then), -1 error */
@@ -247,6 +253,8 @@ int shm_copy_all(struct target *t, struct ibcr_err *e);
 void shm_copy_reserve(const struct maps_entry *m, size_t n);
 const struct shm_copy *shm_copy_of(const struct target *t, uint32_t vma);
 void shm_copy_free(struct target *t, uint32_t vma);
+/* noforkcopy.c: DONTFORK and WIPEONFORK memory copied in the freeze (0, 1: cannot, -1) */
+int nofork_copy_all(struct target *t, struct ibcr_err *e);
 
 /* snapshot.c: a copy-on-write copy to write the image from */
 int snapshot_create_all(struct target *t, uint32_t n, struct ibcr_err *e);

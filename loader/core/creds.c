@@ -10,7 +10,10 @@
  * After the loader's go, as the last steps before rt_sigreturn
  * (core_sandbox): dumpable (main thread), seccomp strict mode or the
  * filters, and the capabilities last when installing the filters needed
- * CAP_SYS_ADMIN. The loader holds every thread at its rt_sigreturn until
+ * CAP_SYS_ADMIN. Threads whose credentials are all the main thread's
+ * (PLAN_CREDS_SHARED, loader/credplan.c) share them, as in the kernel
+ * before the checkpoint: the main thread sets them before it makes the
+ * others. The loader holds every thread at its rt_sigreturn until
  * all are done (finalize.c), so no program code runs beside a thread
  * that is not; it traces them with seccomp suspended, so the filters do
  * not apply to these last steps either. The root directory is changed
@@ -94,11 +97,18 @@ static void set_ids(struct plan *p, const struct plan_thread *t)
 
 static void set_ambient(struct plan *p, const struct plan_thread *t)
 {
-	long rc = sys_prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	long rc = 0;
 
-	for (int cap = 0; cap < 64 && !rc; cap++)
-		if (t->creds->amb >> cap & 1)
+	/* cap by cap, only what differs: each change is new credentials */
+	for (int cap = 0; cap < 64 && !rc; cap++) {
+		long has = sys_prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, (uint64_t)cap, 0, 0);
+		int want = t->creds->amb >> cap & 1;
+
+		if (has == 1 && !want)
+			rc = sys_prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, (uint64_t)cap, 0, 0);
+		else if (has == 0 && want)
 			rc = sys_prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, (uint64_t)cap, 0, 0);
+	}
 	if (rc)
 		fail(p, t, "setting its ambient capabilities", rc);
 }
@@ -116,11 +126,26 @@ static void set_bounding(struct plan *p, const struct plan_thread *t)
 	}
 }
 
+/*
+ * capset only when the sets differ: new credentials each time, and
+ * threads that keep the very same ones as the loader gave them share
+ * them, as they did before (see plan_creds_shared).
+ */
+static long caps_to(uint64_t eff, uint64_t prm, uint64_t inh)
+{
+	uint64_t cur[3];
+	long rc = caps_get(cur);
+
+	if (!rc && (cur[0] != eff || cur[1] != prm || cur[2] != inh))
+		rc = caps_set(eff, prm, inh);
+	return rc;
+}
+
 static void final_caps(struct plan *p, const struct plan_thread *t)
 {
 	const struct plan_creds *c = t->creds;
 	uint64_t now[3];
-	long rc = caps_set(c->eff, c->prm, c->inh);
+	long rc = caps_to(c->eff, c->prm, c->inh);
 
 	if (!rc)
 		rc = caps_get(now);
@@ -174,10 +199,15 @@ void core_creds(struct plan *p, const struct plan_thread *t)
 
 	if (!c)
 		return;
+	/* shared: the main thread set them before it made this one */
+	if ((p->flags & PLAN_CREDS_SHARED) && t != &p->threads[0]) {
+		check_creds(p, t);
+		return;
+	}
 	/* every permitted capability effective, for the steps below */
 	rc = caps_get(cur);
 	if (!rc)
-		rc = caps_set(cur[1], cur[1], cur[2]);
+		rc = caps_to(cur[1], cur[1], cur[2]);
 	if (rc)
 		fail(p, t, "raising its capabilities", rc);
 	if (c->flags & PLAN_CRED_IDS)
@@ -187,7 +217,7 @@ void core_creds(struct plan *p, const struct plan_thread *t)
 		SYS(__NR_setfsuid, c->uid[3] ^ 1, 0, 0, 0, 0, 0);
 		SYS(__NR_setfsuid, c->uid[3], 0, 0, 0, 0, 0);
 	}
-	rc = caps_set(cur[1], cur[1], c->inh);
+	rc = caps_to(cur[1], cur[1], c->inh);
 	if (rc)
 		fail(p, t, "setting its inheritable capabilities", rc);
 	set_ambient(p, t);

@@ -412,12 +412,14 @@ static long move_built(struct plan *p, const struct plan_vma *v, int prot)
 	return sys_mremap(v->cow_src, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, v->start);
 }
 
-static void map_one(struct plan *p, const struct plan_vma *prev, const struct plan_vma *v)
+/* Returns 1 when v was registered for the loader to fill later (lazy.c). */
+static int map_one(struct plan *p, const struct plan_vma *prev, const struct plan_vma *v,
+		   long lazy_fd)
 {
 	uint64_t len = v->end - v->start, off = v->data_off;
 	int prot = may_write(v) ? temp_prot(prev, v) : (int)v->prot;
 	int flags = map_flags(v) | ((v->flags & IBCR_VMAF_NORESERVE) ? MAP_NORESERVE : 0);
-	int memfd = -1, apart;
+	int memfd = -1, apart, lazy = 0;
 	uint32_t crc = 0;
 	long rc;
 
@@ -442,8 +444,14 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 		!(v->flags & IBCR_VMAF_DROPPABLE);
 	if (apart)
 		set_dontdump(p, v, !(v->madv & IBCR_MADV_DONTDUMP));
-	if (v->shm_src || v->cow_src) {
-		crc = v->data_crc;	/* filled, and checked, by the loader */
+	if (v->lazy && lazy_fd >= 0 && !v->shm_src && !v->cow_src) {
+		/* its anon_vma now, while the flags keep it apart: no write of ours comes */
+		own_anon_vma(p, v);
+		lazy = core_lazy_register(p, lazy_fd, v);
+	}
+	if (lazy || v->shm_src || v->cow_src) {
+		/* filled, and checked, by the loader (lazy: chunk by chunk, later) */
+		crc = v->data_crc;
 	} else if (v->data_len && (p->flags & PLAN_FILL_BY_LOADER)) {
 		ask_loader(p, v, prot & PROT_WRITE);
 		crc = v->data_crc;	/* checked by the loader */
@@ -483,12 +491,14 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 			core_die(p, "locking region %#lx-%#lx (%s) in memory: error %ld",
 				 (unsigned long)v->start, (unsigned long)v->end, v->name, -rc);
 	}
+	return lazy;
 }
 
 void core_map_regions(struct plan *p)
 {
 	const struct plan_vma *prev = 0;
-	long rc;
+	long rc, lazy_fd = core_lazy_open(p);
+	uint64_t nlazy = 0;
 
 	for (uint64_t i = 0; i < p->nvmas; i++) {
 		const struct plan_vma *v = &p->vmas[i];
@@ -497,7 +507,7 @@ void core_map_regions(struct plan *p)
 			prev = 0;	/* moved already / owned by a stage */
 			continue;
 		}
-		map_one(p, prev, v);
+		nlazy += (uint64_t)map_one(p, prev, v, lazy_fd);
 		prev = v;
 	}
 	for (uint64_t i = 0; i < p->nshm; i++) {
@@ -506,4 +516,5 @@ void core_map_regions(struct plan *p)
 			core_die(p, "unmapping the loader's shared object at %#lx: error %ld",
 				 (unsigned long)p->shm[i].start, -rc);
 	}
+	core_lazy_handover(p, lazy_fd, nlazy);
 }
