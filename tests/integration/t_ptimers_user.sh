@@ -18,7 +18,7 @@ lpid=\$!
 n=\$(grep -c '^tick' prog.out)
 while [ "\$(grep -c '^tick' prog.out)" -lt \$((n + 3)) ]; do
 	grep -q FAIL prog.out && exit 11
-	kill -0 \$lpid 2>/dev/null || exit 11
+	kill -0 \$lpid 2>/dev/null || { wait \$lpid; echo "restart-loader exited with status \$?" >>loader.err; exit 11; }
 	sleep 0.05
 done
 rpid=\$(sed -n 's/^tick [0-9]* pid \([0-9]*\) .*/\1/p' prog.out | tail -n 1)

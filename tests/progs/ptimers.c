@@ -12,6 +12,8 @@
  *      and the next one stays pending
  *   F  CLOCK_MONOTONIC, a one-shot of 20 ms that has fired: disarmed
  *   G  CLOCK_REALTIME, no sigevent (SIGALRM, value = its id), 1000 s
+ *   H  CLOCK_MONOTONIC, SIGEV_THREAD (glibc: a signal to its helper
+ *      thread, which runs the function in a new thread), every 60 ms
  * and deletes a timer made between them, so that the ids have a gap.
  * Every tick it checks each timer through its id: value and interval
  * (within a tolerance that covers a restore), overrun count, that A and
@@ -38,9 +40,9 @@
 #define SEC(x) ((int64_t)(x) * NS)
 #define MS(x) ((int64_t)(x) * 1000000)
 
-static timer_t ta, tb, tc, td, te, tf, tg;
+static timer_t ta, tb, tc, td, te, tf, tg, th_;
 static int64_t b_deadline, overrun_e;
-static atomic_int fired_a, fired_d, bad, go_done;
+static atomic_int fired_a, fired_d, fired_h, bad, go_done;
 static __thread int is_worker;
 static pid_t worker_tid;
 
@@ -75,6 +77,13 @@ static void on_timer(int sig, siginfo_t *si, void *uc)
 }
 
 static void on_usr1(int sig) { (void)sig; go_done = 1; }
+
+static void on_h(union sigval v)
+{
+	if (v.sival_ptr != (void *)0x4a)
+		bad = 5;
+	fired_h++;
+}
 
 static void *worker(void *arg)
 {
@@ -151,6 +160,16 @@ static void setup(void)
 	tf = make(CLOCK_MONOTONIC, SIGEV_SIGNAL, SIGRTMIN + 1, 0xf);
 	if (timer_create(CLOCK_REALTIME, NULL, &tg))
 		FAIL("timer_create without sigevent: %m");
+	{
+		struct sigevent ev;
+
+		memset(&ev, 0, sizeof(ev));
+		ev.sigev_notify = SIGEV_THREAD;
+		ev.sigev_notify_function = on_h;
+		ev.sigev_value.sival_ptr = (void *)0x4a;
+		if (timer_create(CLOCK_MONOTONIC, &ev, &th_))
+			FAIL("timer_create SIGEV_THREAD: %m");
+	}
 	timer_delete(gap);
 	arm(ta, 0, MS(50), MS(50));
 	b_deadline = now(CLOCK_REALTIME) + SEC(1000);
@@ -159,6 +178,7 @@ static void setup(void)
 	arm(td, 0, MS(70), MS(70));
 	arm(tf, 0, MS(20), 0);
 	arm(tg, 0, SEC(1000), 0);
+	arm(th_, 0, MS(60), MS(60));
 	arm(te, 0, MS(1), MS(1));
 	{	/* A's and D's signals come meanwhile: sleep to a deadline */
 		struct timespec until;
@@ -238,7 +258,7 @@ int main(int argc, char **argv)
 	long ms = argc > 1 ? atol(argv[1]) : 100;
 	timer_t cpu;
 	struct timespec tick = { ms / 1000, (ms % 1000) * 1000000 };
-	int last_a = 0, last_d = 0;
+	int last_a = 0, last_d = 0, last_h = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	setup();
@@ -257,12 +277,14 @@ int main(int argc, char **argv)
 		printf("tick %ld pid %d fired A %d D %d\n", n, (int)getpid(), (int)fired_a,
 		       (int)fired_d);
 		if (go_done) {
-			if (fired_a == last_a || fired_d == last_d)
-				FAIL("A or D stopped firing (A %d, D %d)", (int)fired_a, (int)fired_d);
+			if (fired_a == last_a || fired_d == last_d || fired_h == last_h)
+				FAIL("A, D or H stopped firing (A %d, D %d, H %d)", (int)fired_a,
+				     (int)fired_d, (int)fired_h);
 			break;
 		}
 		last_a = fired_a;
 		last_d = fired_d;
+		last_h = fired_h;
 		while (nanosleep(&tick, &tick))
 			;
 		tick = (struct timespec){ ms / 1000, (ms % 1000) * 1000000 };
