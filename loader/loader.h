@@ -84,6 +84,11 @@ size_t creds_plan_size(const struct restore *rs);
 void plan_creds(struct plan *p, struct arena *a, const struct restore *rs);
 void plan_creds_shared(struct plan *p, const struct restore *rs);
 
+/* timers.c: POSIX timers in the plan; can this kernel give their ids? */
+int timers_preflight(const struct restore *rs, struct ibcr_err *e);
+size_t timers_plan_size(const struct restore *rs);
+void plan_timers(struct plan *p, struct arena *a, const struct restore *rs);
+
 /* tcp.c: established TCP connections, in repair mode until tcp_finish */
 int tcp_repair_on(int s);
 int tcp_restore(int s, const uint8_t *data, uint64_t len, const struct sockaddr *peer,
@@ -163,7 +168,12 @@ int verbs_standins(struct restore *rs, struct ibcr_err *e);
 int verbs_pokes(struct restore *rs, struct ibcr_err *e);
 
 /* objects.c (parent, before forking): opens the image's file objects */
-int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_err *e);
+int objects_open(const struct ibcr_files *f, int base, int **out, uint32_t *failed,
+		 struct ibcr_err *e);
+struct job;
+/* the first process and fd that hold object obj, said before e's message */
+void objects_name_holder(const struct job *j, uint32_t n, uint32_t obj,
+			 struct ibcr_err *e);
 
 /* sockopt.c: a socket's saved options (late: those set after its data) */
 int sockopt_apply(int s, uint32_t obj, const struct ibcr_files *f, int late,

@@ -435,6 +435,7 @@ int main(int argc, char **argv)
 	struct job *j;
 	int verbose, base, img_fd = -1, *obj_fds = NULL, locked, rc = loader_parse(argc, argv, &o);
 	pid_t root = 0;
+	uint32_t failed = UINT32_MAX;	/* the object objects_open could not make */
 
 	if (rc >= 0)
 		return rc;
@@ -489,7 +490,9 @@ int main(int argc, char **argv)
 	}
 	base = fd_base(j, r.hdr.nprocs);
 	if ((img_fd = fcntl(r.fd, F_DUPFD_CLOEXEC, base)) < 0 || loader_stdio_move(base) ||
-	    objects_open(&files, base, &obj_fds, &e)) {
+	    objects_open(&files, base, &obj_fds, &failed, &e)) {
+		if (img_fd >= 0 && failed != UINT32_MAX)
+			objects_name_holder(j, r.hdr.nprocs, failed, &e);
 		fprintf(stderr, "restart-loader: %s\n", img_fd < 0 ? strerror(errno) : e.msg);
 		return 1;
 	}

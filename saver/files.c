@@ -587,6 +587,6 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 	return memfd_check_mapped(t, n, o, e) || proc_check_own(t, n, o, e) ||
 	       epoll_finish(o, e) || external_check_epolls(t, n, o, e) ||
 	       fdattr_check(t, n, o, e) || pty_ctty(t, n, o, e) || deldir_cwds(t, n, o, e) ||
-	       pidfd_check(t, n, o, e) ?
+	       pidfd_check(t, n, o, e) || reopen_check(o, e) ?
 	       -1 : 0;
 }

@@ -143,6 +143,7 @@ int capture_injected(struct target *t, struct ibcr_err *e)
 	scratch = t->parks[0].scratch;	/* thread 0's, for the process-wide calls */
 	/* injectall.c: in every thread at once */
 	rc = read_sigactions_all(t, e) || read_process_bits(t, scratch, e) ||
-	     read_threads_all(t, e) || capture_attrs(t, scratch, e) ? -1 : 0;
+	     read_threads_all(t, e) || capture_attrs(t, scratch, e) ||
+	     capture_ptimers(t, scratch, e) ? -1 : 0;
 	return unpark_all(t, rc, e);
 }

@@ -82,6 +82,11 @@ static int write_meta(struct img_writer *w, uint32_t idx, struct target *t,
 		enc_tattrs(&b, &t->ps);
 		rc = imgw_section(w, IBCR_SEC_TATTRS, idx, NULL, b.p, b.len, e);
 	}
+	if (!rc && t->ps.nptimers) {
+		b.len = 0;
+		enc_ptimers(&b, &t->ps);
+		rc = imgw_section(w, IBCR_SEC_PTIMERS, idx, NULL, b.p, b.len, e);
+	}
 	buf_free(&b);
 	return rc;
 }

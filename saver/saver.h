@@ -89,6 +89,8 @@ int inject_call(struct target *t, uint32_t thread, long nr, uint64_t a0, uint64_
 
 /* attrs.c: process and thread attributes (PATTRS, TATTRS); scratch: parked bytes of t */
 int capture_attrs(struct target *t, uint64_t scratch, struct ibcr_err *e);
+/* ptimers.c: POSIX timers, read by injected calls into scratch */
+int capture_ptimers(struct target *t, uint64_t scratch, struct ibcr_err *e);
 /* Once captured: the stop state and the stop signals still queued. */
 void attrs_stop_state(struct target *t);
 /* Once all are captured: what the process tree cannot give back. */
@@ -135,6 +137,8 @@ struct fobjs {
 	uint32_t given_up;	/* TCP connections given up (--tcp-close) */
 	struct ibcr_sockopts sockopts;	/* every socket's options (SOCKOPTS) */
 };
+/* reopen.c: unprivileged, every file reopened by path must open for us */
+int reopen_check(const struct fobjs *o, struct ibcr_err *e);
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e);
 /* A new object of pid's fd (or -1: of no descriptor), path link; its index. */
 uint32_t fobjs_add(struct fobjs *o, pid_t pid, int fd, const char *link);

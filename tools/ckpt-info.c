@@ -112,6 +112,19 @@ static void print_threads(uint32_t arch, const struct ibcr_process_state *ps)
 			printf("  %u pending", t->rec.nsiginfo);
 		printf("\n");
 	}
+	if (ps->nptimers)
+		printf("  POSIX timers: %u\n", ps->nptimers);
+	for (uint32_t i = 0; i < ps->nptimers; i++) {
+		const struct ibcr_ptimer *pt = &ps->ptimers[i];
+
+		printf("    timer %-5d clock %d notify %d signal %d value %#llx left %lld ns "
+		       "every %lld ns overrun %d", pt->id, pt->clock, pt->notify, pt->signo,
+		       (unsigned long long)pt->sigval, (long long)pt->value_ns,
+		       (long long)pt->interval_ns, pt->overrun);
+		if (pt->notify & IBCR_SIGEV_THREAD_ID)
+			printf(" tid %d", pt->tid);
+		printf("\n");
+	}
 }
 
 /* Each thread's credentials and sandbox, the process's root and dumpable. */

@@ -56,6 +56,17 @@ static inline int arch_rewind_syscall(struct arch_gpregs *r)
 	return 0;
 }
 
+/*
+ * An EINTR the saver's interrupt caused (x86_64's arch_rewind_eintr) is
+ * not rewound here: x0, the first argument, holds the result by then and
+ * the regset does not keep orig_x0.
+ */
+static inline int arch_rewind_eintr(struct arch_gpregs *r)
+{
+	(void)r;
+	return 0;
+}
+
 /* Sets up a syscall to run at `insn` (an svc #0 instruction). */
 static inline void arch_setup_syscall(struct arch_gpregs *r, uint64_t insn,
 				      long nr, const uint64_t a[6])

@@ -44,6 +44,15 @@ static inline int64_t arch_syscall_nr(const struct arch_gpregs *r)
 	return (int64_t)r->orig_rax;
 }
 
+/* The syscall runs again on resume, with its original arguments. */
+static inline int arch_rewind(struct arch_gpregs *r)
+{
+	r->rax = r->orig_rax;
+	r->rip -= ARCH_SYSCALL_INSN_LEN;
+	r->orig_rax = (uint64_t)-1;
+	return 1;
+}
+
 /*
  * A thread stopped by PTRACE_INTERRUPT inside a syscall the kernel would
  * restart shows -ERESTART* in rax with orig_rax >= 0; the kernel rewinds
@@ -62,10 +71,26 @@ static inline int arch_rewind_syscall(struct arch_gpregs *r)
 		return 0;
 	if (ret != -512 && ret != -513 && ret != -514 && ret != -516)
 		return 0;	/* ERESTARTSYS, NOINTR, NOHAND, RESTARTBLOCK */
-	r->rax = r->orig_rax;
-	r->rip -= ARCH_SYSCALL_INSN_LEN;
-	r->orig_rax = (uint64_t)-1;
-	return 1;
+	return arch_rewind(r);
+}
+
+/*
+ * The syscalls the kernel ends with -EINTR instead of restarting, even
+ * when woken by nothing but ptrace's interrupt (which sets the thread's
+ * signal-pending flag): epoll_wait, epoll_pwait, epoll_pwait2,
+ * rt_sigtimedwait, semop, semtimedop. A thread stopped at the exit of one
+ * with -EINTR and no signal delivered (the saver's caller checks that)
+ * was ended by the saver: rewound like a restartable one, the program
+ * never sees that EINTR. Returns 1 when it rewound.
+ */
+static inline int arch_rewind_eintr(struct arch_gpregs *r)
+{
+	int64_t nr = (int64_t)r->orig_rax;
+
+	if ((int64_t)r->rax != -4 /* EINTR */ ||
+	    (nr != 232 && nr != 281 && nr != 441 && nr != 128 && nr != 65 && nr != 220))
+		return 0;
+	return arch_rewind(r);
 }
 
 /* A system call's six arguments, in their registers. */
