@@ -28,6 +28,7 @@
  *
  *   tcpstates MODE PORT [MS]
  */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
