@@ -96,7 +96,7 @@ int loader_parse(int argc, char **argv, struct loader_opts *o)
 		case 'c': o->check = 1; break;
 		case 'U': o->unlock_net = 1; break;
 		case 'G':
-			if (strcmp(optarg, "saved") && strcmp(optarg, "here")) {
+			if (!optarg || (strcmp(optarg, "saved") && strcmp(optarg, "here"))) {
 				fprintf(stderr, "restart-loader: --cgroup=%s: expected saved or here\n",
 					optarg);
 				return 2;
@@ -105,7 +105,7 @@ int loader_parse(int argc, char **argv, struct loader_opts *o)
 			break;
 		case 'N': o->pidns = 1; break;
 		case 'C':
-			if (strcmp(optarg, "in-use") && strcmp(optarg, "enabled")) {
+			if (!optarg || (strcmp(optarg, "in-use") && strcmp(optarg, "enabled"))) {
 				fprintf(stderr, "restart-loader: --cpu-check=%s: expected enabled "
 					"or in-use\n", optarg);
 				return 2;
