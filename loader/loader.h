@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <sys/types.h>
 
+#include "coord.h"
 #include "err.h"
 #include "image_io.h"
 #include "model.h"
@@ -96,6 +97,15 @@ char *pathmap_lookup(const struct pathmap *pm, const char *path);
 void pathmap_process(const struct pathmap *pm, struct ibcr_process_state *ps);
 void pathmap_files(const struct pathmap *pm, struct ibcr_files *f);
 void pathmap_backing(const struct pathmap *pm, struct ibcr_backings *b);
+
+/* addrmap.c: --addr-map OLD=NEW, applied to the image's IP sockets once read */
+struct addrmap_rule;
+struct addrmap {
+	size_t n;
+	struct addrmap_rule *rule;
+};
+int addrmap_add(struct addrmap *am, const char *arg, struct ibcr_err *e);
+void addrmap_files(const struct addrmap *am, struct ibcr_files *f);
 
 /* backing.c: is every mapped file the one saved (identity, build-id, digest)? */
 struct backing_ctx;

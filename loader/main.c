@@ -33,11 +33,16 @@ void run_child(struct restore *rs);
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: restart-loader [-v] [--stats] [--pid-ns] [--path-map OLD=NEW]... "
-		   "[--cpu-check=enabled|in-use] IMAGE\n"
+		   "[--addr-map OLD=NEW]... [--barrier CMD] [--cpu-check=enabled|in-use] IMAGE\n"
 		   "  -v, --verbose  say what could not be done as hoped\n"
 		   "      --stats    print the restore time and peak RSS (ibcr-stats: ...)\n"
 		   "      --path-map OLD=NEW\n"
 		   "                 restore the image's paths under OLD under NEW (repeatable)\n"
+		   "      --addr-map OLD=NEW\n"
+		   "                 restore the sockets' IP address OLD as NEW (repeatable)\n"
+		   "      --barrier CMD\n"
+		   "                 one restart of a job over several nodes: run `CMD sockets`\n"
+		   "                 once its TCP connections exist, before they go live\n"
 		   "      --pid-ns   restore in a PID namespace of its own (and a user namespace\n"
 		   "                 when unprivileged): the original PIDs without privilege\n"
 		   "      --cpu-check=in-use\n"
@@ -371,6 +376,8 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "path-map", required_argument, NULL, 'M' },
+		{ "addr-map", required_argument, NULL, 'A' },
+		{ "barrier", required_argument, NULL, 'B' },
 		{ "pid-ns", no_argument, NULL, 'N' },
 		{ "cpu-check", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
@@ -385,6 +392,7 @@ int main(int argc, char **argv)
 	struct ibcr_sysvipc ipc;
 	struct job *j;
 	struct pathmap pm = { 0 };
+	struct addrmap am = { 0 };
 	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL, pidns = 0;
 	int cpu_in_use = 0;
 
@@ -395,6 +403,8 @@ int main(int argc, char **argv)
 			stats = 1;
 		else if (opt == 'N')
 			pidns = 1;
+		else if (opt == 'B')
+			coord_init(optarg, "restart");
 		else if (opt == 'C' && (!strcmp(optarg, "in-use") || !strcmp(optarg, "enabled")))
 			cpu_in_use = !strcmp(optarg, "in-use");
 		else if (opt == 'C') {
@@ -405,7 +415,10 @@ int main(int argc, char **argv)
 		else if (opt == 'M' && pathmap_add(&pm, optarg, &e)) {
 			fprintf(stderr, "restart-loader: %s\n", e.msg);
 			return 2;
-		} else if (opt != 'M') {
+		} else if (opt == 'A' && addrmap_add(&am, optarg, &e)) {
+			fprintf(stderr, "restart-loader: %s\n", e.msg);
+			return 2;
+		} else if (opt != 'M' && opt != 'A') {
 			usage(opt == 'h' ? stdout : stderr);
 			return opt == 'h' ? 0 : 2;
 		}
@@ -424,6 +437,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
+	coord_abort_on_exit();	/* a failure here fails every node's restart */
 	if (open_image(argv[optind], &r, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
@@ -434,6 +448,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	pathmap_files(&pm, &files);
+	addrmap_files(&am, &files);
 	if (prepare(&r, j, &files, &pm, verbose, cpu_in_use, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;

@@ -140,7 +140,11 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		if (fds[i] >= 0)
 			rc = fdattr_open(f, i, fds[i], e);
 	if (!rc)
+		rc = coord_barrier("sockets", e);	/* on every node of a job */
+	if (!rc) {
+		coord_settled();
 		rc = tcp_finish(f, fds, e);	/* every end exists now */
+	}
 	*out = fds;
 	return rc;
 }

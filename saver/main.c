@@ -341,7 +341,7 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'B': coord_init(optarg); break;
+		case 'B': coord_init(optarg, "checkpoint"); break;
 		case 'P': comp.self_contained = 1; break;
 		case 'I':
 			if (strcmp(optarg, "used") && strcmp(optarg, "all")) {

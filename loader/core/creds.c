@@ -166,6 +166,47 @@ static void check_creds(struct plan *p, const struct plan_thread *t)
 		core_die(p, "thread %d: its %s came back different", t->tid, what);
 }
 
+/*
+ * The thread has the plan's credentials already (a restore by the same
+ * user as the program, root for root): its credential stays the one it
+ * shares with the threads it was cloned with. Every change makes a new
+ * one per thread, and the kernel compares credentials by identity in
+ * places: ib_uverbs_write() fails with EACCES unless the writer's is the
+ * very one its device file was opened with (ib_safe_file_access), so a
+ * verbs command from another thread than the opener would fail.
+ */
+static int creds_are_plan(const struct plan_creds *c)
+{
+	uint32_t u[3] = { 0 }, g[3] = { 0 }, groups[64];
+	uint64_t cur[3], bnd = 0, amb = 0;
+	long n;
+
+	if (c->flags & (PLAN_CRED_LATE_CAPS | PLAN_CRED_DUMP_ROOT) || c->ngroups > 64 ||
+	    caps_get(cur) || cur[0] != c->eff || cur[1] != c->prm || cur[2] != c->inh)
+		return 0;
+	SYS(__NR_getresuid, &u[0], &u[1], &u[2], 0, 0, 0);
+	SYS(__NR_getresgid, &g[0], &g[1], &g[2], 0, 0, 0);
+	for (int i = 0; i < 3; i++)
+		if (u[i] != c->uid[i] || g[i] != c->gid[i])
+			return 0;
+	if ((uint32_t)SYS(__NR_setfsuid, -1, 0, 0, 0, 0, 0) != c->uid[3] ||
+	    (uint32_t)SYS(__NR_setfsgid, -1, 0, 0, 0, 0, 0) != c->gid[3] ||
+	    (uint32_t)sys_prctl(PR_GET_SECUREBITS, 0, 0, 0, 0) != c->securebits)
+		return 0;
+	n = SYS(__NR_getgroups, 64, groups, 0, 0, 0, 0);
+	if (n != (long)c->ngroups)
+		return 0;
+	for (long i = 0; i < n; i++)
+		if (groups[i] != c->groups[i])
+			return 0;
+	for (int cap = 0; cap < 64; cap++) {
+		bnd |= (uint64_t)(sys_prctl(PR_CAPBSET_READ, (uint64_t)cap, 0, 0, 0) == 1) << cap;
+		amb |= (uint64_t)(sys_prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET,
+					    (uint64_t)cap, 0, 0) == 1) << cap;
+	}
+	return bnd == c->bnd && amb == c->amb;
+}
+
 void core_creds(struct plan *p, const struct plan_thread *t)
 {
 	const struct plan_creds *c = t->creds;
@@ -174,6 +215,12 @@ void core_creds(struct plan *p, const struct plan_thread *t)
 
 	if (!c)
 		return;
+	if (creds_are_plan(c)) {	/* no_new_privs is the task's, not its credential's */
+		if ((c->flags & PLAN_CRED_NNP) && (rc = sys_prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)))
+			fail(p, t, "setting no_new_privs", rc);
+		check_creds(p, t);
+		return;
+	}
 	/* every permitted capability effective, for the steps below */
 	rc = caps_get(cur);
 	if (!rc)
