@@ -175,7 +175,9 @@ static int collect(const struct target *t, uint32_t n, const struct backing_opt 
 		for (uint32_t i = 0; i < t[k].ps.nvmas; i++) {
 			const struct ibcr_vma *v = &t[k].ps.vmas[i];
 
+			/* a deleted file or a file object is in the image already */
 			if (v->kind == IBCR_VMA_FILE &&
+			    !(v->flags & (IBCR_VMAF_OBJFILE | IBCR_VMAF_DELETED)) &&
 			    add(b, t[k].ps.vma_names[i], v->file_dev, v->file_ino,
 				IBCR_BACKF_MAPPED, e) < 0)
 				return -1;
