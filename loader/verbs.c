@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,6 +193,41 @@ static int epoll_entries(const struct restore *rs, const struct ibcr_verbs_contr
 	return 0;
 }
 
+/*
+ * The restored threads must keep sharing one credential (docs/design.md,
+ * "A credential shared"): the kernel refuses a verbs command (EACCES) from
+ * a thread whose credential is not the very one the device was opened
+ * with, and a thread given other ids or capabilities than the loader's
+ * gets one of its own. Refused here, before anything is made.
+ */
+static int same_creds_as_loader(const struct restore *rs, struct ibcr_err *e)
+{
+	const struct ibcr_process_state *ps = rs->ps;
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	uint64_t eff, prm, inh;
+
+	if (syscall(SYS_capget, &h, d))
+		return ibcr_fail_errno(e, errno, "pid %d: reading restart-loader's capabilities",
+				       ps->rec.pid);
+	eff = d[0].effective | (uint64_t)d[1].effective << 32;
+	prm = d[0].permitted | (uint64_t)d[1].permitted << 32;
+	inh = d[0].inheritable | (uint64_t)d[1].inheritable << 32;
+	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {
+		const struct ibcr_creds *c = &ps->priv.creds[i];
+
+		if ((rs->cred_flags[i] & (PLAN_CRED_IDS | PLAN_CRED_LATE_CAPS |
+					  PLAN_CRED_DUMP_ROOT)) ||
+		    c->cap_eff != eff || c->cap_prm != prm || c->cap_inh != inh)
+			return ibcr_fail(e, "pid %d: a verbs process restored with other "
+					 "credentials than restart-loader's would have its threads' "
+					 "verbs commands refused by the kernel (EACCES): restore it "
+					 "as the user it ran as, with the same capabilities",
+					 ps->rec.pid);
+	}
+	return 0;
+}
+
 int verbs_pokes(struct restore *rs, struct ibcr_err *e)
 {
 	const struct ibcr_verbs_section *s = section_of(rs->ps);
@@ -204,6 +240,8 @@ int verbs_pokes(struct restore *rs, struct ibcr_err *e)
 
 	if (!s)
 		return 0;
+	if (s->control.ndevices && same_creds_as_loader(rs, e))
+		return -1;
 	if (epoll_entries(rs, &s->control, ep, &nep, e))
 		return -1;
 	if (nep) {
