@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ext_verbs: the corners of the API on the shim's virtual objects. Every
- * extended verb must fail cleanly (EOPNOTSUPP or a legacy fallback), never
- * crash; queries must answer as without the shim; an async event (SRQ
- * limit reached) must arrive with the application's SRQ in it.
+ * ext_verbs: the corners of the API on the shim's virtual objects. An
+ * extended CQ (ibv_create_cq_ex) carries traffic read through the polling
+ * API; ibv_query_device_ex answers with the device's extended attributes;
+ * every other extended verb must fail cleanly (EOPNOTSUPP), never crash;
+ * queries must answer as without the shim; an async event (SRQ limit
+ * reached) must arrive with the application's SRQ in it.
  * Runs with and without the shim: `ext_verbs [-g GIDX]`.
  */
 #include <fcntl.h>
@@ -65,8 +67,73 @@ int main(int argc, char **argv)
 		CHECK(n > 0, "query_gid_table: %zd", n);
 		CHECK(!ibv_query_pkey(ctx, 1, 0, &pkey), "query_pkey");
 		CHECK(ibv_get_pkey_index(ctx, 1, pkey) == 0, "get_pkey_index");
-		OK("query_device(_ex), query_port (inline fallback), query_gid(_ex), "
+		OK("query_device(_ex), query_port, query_gid(_ex), "
 		   "query_gid_table (%zd entries), query_pkey, get_pkey_index", n);
+		/* the extended part, compared by the check with and without the shim */
+		printf("  device_ex: max_qp %d odp %#x timestamp_mask %#llx raw_packet %#x "
+		       "max_wq %u\n", dx.orig_attr.max_qp, (unsigned)dx.odp_caps.general_caps,
+		       (unsigned long long)dx.completion_timestamp_mask,
+		       (unsigned)dx.raw_packet_caps, (unsigned)dx.rss_caps.max_rwq_indirection_tables);
+	}
+	/* an extended CQ: SENDs with immediate data between two QPs, read back */
+	{
+		struct ibv_cq_init_attr_ex cx = {
+			.cqe = 32, .wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
+					       IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP,
+		};
+		struct ibv_poll_cq_attr pa = { 0 };
+		struct ibv_cq_ex *x = ibv_create_cq_ex(ctx, &cx);
+		struct ibv_qp *a, *b;
+		struct dest da, db;
+		int i, got = 0, sends = 0, r;
+		double t0 = now_s();
+
+		CHECK(x, "create_cq_ex: %s", strerror(errno));
+		a = make_qp(pd, ibv_cq_ex_to_cq(x), ibv_cq_ex_to_cq(x), NULL, IBV_QPT_RC, 8);
+		b = make_qp(pd, ibv_cq_ex_to_cq(x), ibv_cq_ex_to_cq(x), NULL, IBV_QPT_RC, 8);
+		qp_init(a, 1);
+		qp_init(b, 1);
+		my_dest(ctx, a, 1, gidx, 30, &da);
+		my_dest(ctx, b, 1, gidx, 40, &db);
+		qp_connect(a, 1, gidx, 30, &db);
+		qp_connect(b, 1, gidx, 40, &da);
+		for (i = 0; i < 4; i++)
+			post_recv1(b, 200 + (uint64_t)i, (char *)buf + 64 * i, 64, mr->lkey);
+		for (i = 0; i < 4; i++)
+			post_send1(a, 300 + (uint64_t)i, IBV_WR_SEND_WITH_IMM, (char *)buf + 4096,
+				   17 + (uint32_t)i, mr->lkey, 0, 0, 0x1000 + (uint32_t)i, 1);
+		while (got + sends < 8) {
+			CHECK(now_s() - t0 < 30, "extended CQ: %d of 8 completions in 30 s", got + sends);
+			r = ibv_start_poll(x, &pa);
+			if (r == ENOENT)
+				continue;
+			CHECK(!r, "start_poll: %s", strerror(r));
+			do {
+				CHECK(x->status == IBV_WC_SUCCESS, "extended CQ: status %d", x->status);
+				if (ibv_wc_read_opcode(x) == IBV_WC_SEND) {
+					CHECK(x->wr_id == 300 + (uint64_t)sends &&
+					      ibv_wc_read_qp_num(x) == a->qp_num, "send completion");
+					sends++;
+				} else {
+					CHECK(ibv_wc_read_opcode(x) == IBV_WC_RECV &&
+					      x->wr_id == 200 + (uint64_t)got &&
+					      ibv_wc_read_byte_len(x) == 17 + (uint32_t)got &&
+					      (ibv_wc_read_wc_flags(x) & IBV_WC_WITH_IMM) &&
+					      be32toh(ibv_wc_read_imm_data(x)) == 0x1000 + (uint32_t)got &&
+					      ibv_wc_read_qp_num(x) == b->qp_num &&
+					      ibv_wc_read_src_qp(x) == a->qp_num,
+					      "receive completion %d: wr_id %llu, %u bytes", got,
+					      (unsigned long long)x->wr_id, ibv_wc_read_byte_len(x));
+					got++;
+				}
+			} while (got + sends < 8 && !(r = ibv_next_poll(x)));
+			CHECK(!r || r == ENOENT, "next_poll: %s", strerror(r));
+			ibv_end_poll(x);
+		}
+		CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b) &&
+		      !ibv_destroy_cq(ibv_cq_ex_to_cq(x)), "extended CQ teardown");
+		OK("create_cq_ex: 4 SEND_WITH_IMM read through start/next/end_poll, byte_len, "
+		   "imm_data, qp_num, src_qp, wc_flags");
 	}
 	{
 		struct ibv_qp_attr a;
@@ -92,8 +159,10 @@ int main(int argc, char **argv)
 		struct ibv_wq_init_attr wa;
 		int r;
 
+		cx.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
 		errno = 0;
-		CHECK(!ibv_create_cq_ex(ctx, &cx) && errno == EOPNOTSUPP, "create_cq_ex");
+		CHECK(!ibv_create_cq_ex(ctx, &cx) && errno == EOPNOTSUPP,
+		      "create_cq_ex with completion timestamps");
 		memset(&qx, 0, sizeof qx);
 		qx.send_cq = qx.recv_cq = cq;
 		qx.qp_type = IBV_QPT_RC;
@@ -131,7 +200,7 @@ int main(int argc, char **argv)
 		CHECK(r != 0, "rereg_mr accepted");
 		errno = 0;
 		CHECK(!ibv_alloc_null_mr(pd) && errno == EOPNOTSUPP, "alloc_null_mr");
-		OK("create_cq_ex, create_qp_ex, qp_to_qp_ex, open_xrcd, alloc_td, "
+		OK("create_cq_ex (timestamps), create_qp_ex, qp_to_qp_ex, open_xrcd, alloc_td, "
 		   "query_rt_values_ex, modify_cq, alloc_mw, create_counters, alloc_dm, "
 		   "create_wq, rereg_mr, alloc_null_mr: refused with EOPNOTSUPP");
 	}

@@ -17,6 +17,12 @@
 #          connection's ends and the verbs peers each find the other where
 #          it now is; the job runs to its end with the right answer, every
 #          step verified by the ranks, ticks continuous
+#   slurm  (first boot, after ckpt) the two guests as a Slurm cluster
+#          (slurm-up.sh); the same job as a step of an allocation; `ibcr-job
+#          checkpoint JOBID -D DIR --kill` with node 1's image path blocked
+#          fails and the job runs on; then it succeeds (files in RWDIR/slurm)
+#   slurmrestart  (second boot) a new Slurm cluster and allocation:
+#          `ibcr-job restart -D DIR --jobid JOBID2`: the right answer
 #
 # Prints "PASS mpipair_PHASE_NAME (N s)" or "FAIL mpipair_PHASE_NAME: why".
 set -u
@@ -32,9 +38,14 @@ t0=$SECONDS
 export IBCR_MPI_RSH_DIR=$M/rsh
 
 fail() {
+	local p
 	echo "FAIL mpipair_${PHASE}_$ME: $* ($((SECONDS - t0)) s)"
 	for f in "$M"/mpi.out "$M"/*.$ME.log "$M"/orted.log; do
 		[[ -f $f ]] && { echo "---- $f"; tail -n 15 "$f" | sed 's/^/    /'; }
+	done
+	# nothing of the job may outlive the check (this guest's processes)
+	for p in $(pgrep -x 'srun|mpirun|orted|mpiring|restart-loader|saver'); do
+		kill -KILL "$p" 2>/dev/null
 	done
 	exit 1
 }
@@ -71,13 +82,13 @@ setup() {
 	echo 20000 >/proc/sys/kernel/ns_last_pid
 }
 
-start_job() {
-	timeout 900 "$B/ibcr-launch" mpirun --allow-run-as-root --oversubscribe \
+start_job() {	# [PREFIX...]: the launch through it (srun)
+	timeout 900 "$@" "$B/ibcr-launch" mpirun --allow-run-as-root --oversubscribe \
 		-H vm-a:2,vm-b:2 -np 4 --mca plm_rsh_agent "$ROOT/tests/verbs/mpi-rsh" \
 		--mca pml ucx --mca btl self --mca oob_tcp_if_include eth0 \
 		-x UCX_TLS=rc_verbs,ud_verbs,self -x UCX_NET_DEVICES=rxe0:1 \
 		-x UCX_UD_VERBS_ETH_DGID_CHECK=n \
-		"$B/tests/progs/mpiring" $STEPS 5 >"$M/mpi.out" 2>&1 &
+		"$B/tests/progs/mpiring" $STEPS 5 </dev/null >"$M/mpi.out" 2>&1 &
 }
 
 # B: the command mpirun's agent hands over (ORTE's orted), started detached.
@@ -159,18 +170,96 @@ swap() {
 		--barrier "$B/ibcr-job barrier -D $M/cut2/rcoord -n 2 -r $ME" \
 		"$M/cut2/$img" >"$M/swap.$ME.log" 2>&1 || rc=$?
 	((rc == 0)) || abort "restart-loader of $img: exit status $rc: $(tail -n 3 "$M/swap.$ME.log")"
-	if [[ $ME == B ]]; then	# mpirun (A's image) is here now
-		grep FAIL "$M/mpi.out" && fail "a rank found a wrong result"
-		grep -q '^ANSWER ok' "$M/mpi.out" || fail "no right answer: $(tail -n 3 "$M/mpi.out")"
-		[[ $(ticks) == $((STEPS / 10)) ]] || fail "$(ticks) ticks, want $((STEPS / 10))"
-		[[ $(sed -n 's/^tick \([0-9]*\).*/\1/p' "$M/mpi.out" | sort -n | uniq | wc -l) == \
-			$((STEPS / 10)) ]] || fail "ticks missing or repeated"
-	fi
+	[[ $ME == B ]] && check_answer	# mpirun (A's image) is here now
 	echo "PASS mpipair_swap_$ME ($([[ $ME == A ]] && echo orted || echo mpirun) from the other guest, $((SECONDS - t0)) s)"
+}
+
+check_answer() {
+	grep FAIL "$M/mpi.out" && fail "a rank found a wrong result"
+	grep -q '^ANSWER ok' "$M/mpi.out" || fail "no right answer: $(tail -n 3 "$M/mpi.out")"
+	[[ $(ticks) == $((STEPS / 10)) ]] || fail "$(ticks) ticks, want $((STEPS / 10))"
+	[[ $(sed -n 's/^tick \([0-9]*\).*/\1/p' "$M/mpi.out" | sort -n | uniq | wc -l) == \
+		$((STEPS / 10)) ]] || fail "ticks missing or repeated"
+}
+
+slurm_cluster() {
+	local out
+	out=$(bash "$ROOT/tests/verbs/slurm-up.sh" "$RW" 2>&1) || fail "no Slurm cluster: $out"
+	if [[ $ME == A ]]; then
+		out=$(salloc -N2 --no-shell -J ibcr-test 2>&1)
+		J=$(sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p' <<<"$out")
+		[[ -n $J ]] || abort "salloc: $out"
+		echo "$J" >"$M/.jobid" && mv "$M/.jobid" "$M/jobid.$PHASE"
+	else
+		wait_mark "jobid.$PHASE" 300
+		J=$(cat "$M/jobid.$PHASE")
+	fi
+}
+
+slurm() {
+	local lp n rc=0 out
+	setup
+	M=$RW/slurm
+	export IBCR_MPI_RSH_DIR=$M/rsh
+	rm -rf "$M"
+	mkdir -p "$M/rsh"
+	slurm_cluster
+	if [[ $ME == B ]]; then
+		serve_orted
+		wait_mark ckpted 900
+		! pgrep -x orted >/dev/null || fail "orted runs on after ibcr-job checkpoint --kill"
+		echo "PASS mpipair_slurm_$ME ($((SECONDS - t0)) s)"
+		return
+	fi
+	start_job srun --jobid "$J" -N1 -n1 -w vm-a --overlap
+	lp=$!
+	wait_tick 3
+	echo "info: mpirun $(pgrep -x mpirun): $(tr '\0' '\n' <"/proc/$(pgrep -x mpirun)/environ" | grep -E '^(SLURM_JOB_ID|LD_PRELOAD)=' | tr '\n' ' ')"
+	echo "info: DEBUG nc: $(srun --overlap --jobid "$J" -N1 -w vm-a "$B/ibcr-job" node-checkpoint -D /nonexistent -c /nonexistent/c -j "$J" 2>&1 | tr '\n' '|')"
+	echo "info: DEBUG roots: $(srun --overlap --jobid "$J" -N1 -w vm-a "$B/ibcr-job" roots "$J" 2>&1 | tr '\n' '|')"
+	mkdir -p "$M/ckpt/img.1"	# node 1 cannot write its image: all fail
+	echo "info: $((SECONDS - t0)) s: ibcr-job checkpoint $J, node 1 failing"
+	out=$("$B/ibcr-job" checkpoint "$J" -D "$M/ckpt" --kill 2>&1) || rc=$?
+	echo "info: $((SECONDS - t0)) s: $(tr '\n' '|' <<<"$out")"
+	((rc == 1)) || abort "ibcr-job checkpoint with node 1 failing: status $rc: $out"
+	grep -q 'node 1 (vm-b)' <<<"$out" || abort "the failure does not name node 1: $out"
+	[[ ! -e $M/ckpt/img.0 ]] || abort "an image was left by the failed checkpoint"
+	echo "info: $(grep 'node 1' <<<"$out" | head -n 1)"
+	n=$(ticks)
+	wait_tick $((n + 2))	# every process ran on
+	rmdir "$M/ckpt/img.1"
+	echo "info: $((SECONDS - t0)) s: ibcr-job checkpoint $J"
+	out=$("$B/ibcr-job" checkpoint "$J" -D "$M/ckpt" --kill 2>&1) || abort "ibcr-job checkpoint: $out"
+	echo "info: $out"
+	wait $lp
+	grep -q ANSWER "$M/mpi.out" && abort "the job ended before the checkpoint"
+	! pgrep -x mpirun >/dev/null || abort "mpirun runs on after ibcr-job checkpoint --kill"
+	mark ckpted
+	echo "PASS mpipair_slurm_$ME ($((SECONDS - t0)) s)"
+}
+
+slurmrestart() {
+	local out
+	setup
+	M=$RW/slurm
+	[[ -f $M/ckpt/img.0 && -f $M/ckpt/img.1 ]] || fail "no images from the first boot"
+	slurm_cluster
+	if [[ $ME == B ]]; then
+		wait_mark restarted 900
+		echo "PASS mpipair_slurmrestart_$ME ($((SECONDS - t0)) s)"
+		return
+	fi
+	out=$(timeout 900 "$B/ibcr-job" restart -D "$M/ckpt" --jobid "$J" 2>&1) ||
+		abort "ibcr-job restart: status $?: $(tail -n 5 <<<"$out")"
+	check_answer
+	mark restarted
+	echo "PASS mpipair_slurmrestart_$ME (job $J, $((SECONDS - t0)) s)"
 }
 
 case $PHASE in
 ckpt) ckpt ;;
 swap) swap ;;
+slurm) slurm ;;
+slurmrestart) slurmrestart ;;
 *) echo "unknown phase $PHASE" >&2; exit 2 ;;
 esac

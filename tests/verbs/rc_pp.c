@@ -3,7 +3,7 @@
  * rc_pp: two processes over one RC connection, every iteration verified.
  *
  *   rc_pp -r server|client -d DIR [-n ITERS] [-s SIZE] [-g GIDX] [-D DEV]
- *         [-w DELAY_US] [-p EVERY] [-e] [-T]
+ *         [-w DELAY_US] [-p EVERY] [-e] [-T] [-x]
  *
  * The two exchange their QPN, PSN, GID and buffer address/rkey through
  * files in DIR (no sockets, so both can be checkpointed). Iteration i:
@@ -12,7 +12,11 @@
  *   into the client's window (unsignaled) then SEND_WITH_IMM(i), or, on odd
  *   iterations, one RDMA_WRITE_WITH_IMM(i)         client verifies both
  *   client RDMA READs the server's window          client verifies it
- * -e waits for completions through a completion channel. Progress lines
+ * -e waits for completions through a completion channel; -x makes the CQ
+ * with ibv_create_cq_ex and polls it with ibv_start_poll/ibv_end_poll,
+ * checking that every completion's QP number (ibv_wc_read_qp_num) is the
+ * one the application knows and a receive's byte count and immediate
+ * data are right. Progress lines
  * ("iter N ok ...") carry the QPN/rkey the application sees and, with the
  * shim, the real ones; with -T also " t_ns=" and the CLOCK_REALTIME of the
  * iteration's end (make bench: the stall a checkpoint caused, when the
@@ -26,6 +30,8 @@
 
 static int use_events;
 static int stamps;
+static struct ibv_cq_ex *cqx;	/* -x */
+static uint32_t my_qpn;
 static struct ibv_comp_channel *chan;
 
 static void write_file(const char *dir, const char *name, const char *text)
@@ -80,12 +86,47 @@ static void hex_gid(const char *s, union ibv_gid *g)
 	}
 }
 
+/* One completion through the extended CQ's polling API (-x). */
+static void wait_wc_ex(struct ibv_wc *wc, const char *what)
+{
+	struct ibv_poll_cq_attr attr = { 0 };
+	double t0 = now_s();
+	int r;
+
+	while ((r = ibv_start_poll(cqx, &attr)) == ENOENT) {
+		if (now_s() - t0 > 60)
+			die("%s: no completion within 60 s", what);
+		sched_yield();
+	}
+	CHECK(r == 0, "%s: ibv_start_poll: %s", what, strerror(r));
+	memset(wc, 0, sizeof *wc);
+	wc->wr_id = cqx->wr_id;
+	wc->status = cqx->status;
+	wc->opcode = ibv_wc_read_opcode(cqx);
+	wc->qp_num = ibv_wc_read_qp_num(cqx);
+	wc->wc_flags = ibv_wc_read_wc_flags(cqx);
+	if (wc->opcode & IBV_WC_RECV) {
+		wc->byte_len = ibv_wc_read_byte_len(cqx);
+		if (wc->wc_flags & IBV_WC_WITH_IMM)
+			wc->imm_data = ibv_wc_read_imm_data(cqx);
+	}
+	ibv_end_poll(cqx);
+	CHECK(wc->status == IBV_WC_SUCCESS, "%s: completion status %s (%d)", what,
+	      ibv_wc_status_str(wc->status), wc->status);
+	CHECK(wc->qp_num == my_qpn, "%s: the completion reads QP %#x, not the QP %#x the "
+	      "application knows", what, wc->qp_num, my_qpn);
+}
+
 /* One completion; with -e waits for an event first when the CQ is empty. */
 static void wait_wc(struct ibv_cq *cq, struct ibv_wc *wc, const char *what)
 {
 	double t0 = now_s();
 	int n;
 
+	if (cqx) {
+		wait_wc_ex(wc, what);
+		return;
+	}
 	if (!use_events) {
 		poll_one(cq, wc, 60, what);
 		return;
@@ -160,7 +201,9 @@ int main(int argc, char **argv)
 	double t0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "r:d:n:s:g:D:w:p:eT")) != -1) {
+	int use_ex = 0;
+
+	while ((opt = getopt(argc, argv, "r:d:n:s:g:D:w:p:eTx")) != -1) {
 		switch (opt) {
 		case 'r': role = optarg; break;
 		case 'd': dir = optarg; break;
@@ -172,9 +215,10 @@ int main(int argc, char **argv)
 		case 'p': every = atoi(optarg); break;
 		case 'e': use_events = 1; break;
 		case 'T': stamps = 1; break;
+		case 'x': use_ex = 1; break;
 		default:
 			fprintf(stderr, "usage: rc_pp -r server|client -d DIR [-n ITERS] [-s SIZE] "
-					"[-g GIDX] [-D DEV] [-w DELAY_US] [-p EVERY] [-e] [-T]\n");
+					"[-g GIDX] [-D DEV] [-w DELAY_US] [-p EVERY] [-e] [-T] [-x]\n");
 			return 2;
 		}
 	}
@@ -193,9 +237,21 @@ int main(int argc, char **argv)
 		chan = ibv_create_comp_channel(ctx);
 		CHECK(chan, "ibv_create_comp_channel failed");
 	}
-	cq = ibv_create_cq(ctx, 64, NULL, chan, 0);
+	if (use_ex) {
+		struct ibv_cq_init_attr_ex cx = {
+			.cqe = 64, .channel = chan,
+			.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM,
+		};
+
+		cqx = ibv_create_cq_ex(ctx, &cx);
+		CHECK(cqx, "ibv_create_cq_ex failed: %s", strerror(errno));
+		cq = ibv_cq_ex_to_cq(cqx);
+	} else {
+		cq = ibv_create_cq(ctx, 64, NULL, chan, 0);
+	}
 	CHECK(cq, "ibv_create_cq failed");
 	qp = make_qp(pd, cq, cq, NULL, IBV_QPT_RC, 16);
+	my_qpn = qp->qp_num;
 	msg = aligned_alloc(4096, 2 * (size_t)size);
 	win = aligned_alloc(4096, (size_t)size);
 	rd = aligned_alloc(4096, (size_t)size);
