@@ -2,7 +2,7 @@
 # Builds the benchmark programs and runs bench/run.sh; docs/benchmarks.md
 # explains the method and shows the latest table.
 
-BENCH_PROGS := $(B)/bench/workload $(B)/bench/baseline $(B)/bench/benchexec
+BENCH_PROGS := $(B)/bench/workload $(B)/bench/baseline $(B)/bench/benchexec $(B)/bench/treeload
 
 $(B)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)

@@ -37,6 +37,8 @@ RESULTS=$TOP/bench/results
 WHERE=host
 # shellcheck source=bench/lib.sh
 . "$HERE/lib.sh"
+# shellcheck source=bench/freeze.sh
+. "$HERE/freeze.sh"
 mkdir -p "${IBCR_BENCH_DIR:-$TOP/build/bench}" || exit 1
 WORK=$(mktemp -d "${IBCR_BENCH_DIR:-$TOP/build/bench}/work.XXXXXX") || exit 1
 RAW=$WORK/raw-host.csv
@@ -135,7 +137,7 @@ if ((${#need_pkgs[@]})); then
           apt-get install -y -q --no-install-recommends "${need_pkgs[@]}" >/dev/null; } ||
         say "bench: could not install ${need_pkgs[*]}: going on without"
 fi
-for f in "$BIN/workload" "$BIN/baseline" "$BIN/benchexec" "$IBCR/saver" "$IBCR/restart-loader"; do
+for f in "$BIN/workload" "$BIN/baseline" "$BIN/benchexec" "$BIN/treeload" "$IBCR/saver" "$IBCR/restart-loader"; do
     [[ -x $f ]] || { say "bench: $f missing: run 'make bench'"; exit 1; }
 done
 [[ $(id -u) == 0 ]] || say "bench: not root: restores get new PIDs, CRIU will not run"
@@ -209,6 +211,11 @@ if [[ $ONLY_VERBS != 1 ]]; then
     say "== host: ${#HOST_PLAN[@]} workloads, ${host_s} s for repetitions beyond the minimum"
     run_plan "$host_s" "${HOST_PLAN[@]}"
 fi
+# ---- the freeze of trees and many threads (bench/freeze.sh) -------------
+FREEZE_RAW=$WORK/raw-freeze.csv
+if [[ ${IBCR_BENCH_SKIP_FREEZE:-0} != 1 && $ONLY_VERBS != 1 ]]; then
+    freeze_part "${IBCR_BENCH_FREEZE_REPS:-$([[ ${IBCR_BENCH_QUICK:-0} == 1 ]] && echo 1 || echo 3)}"
+fi
 now_ms; T_HOST=$NOW_MS
 
 # ---- the 6.1 guest with CRIU ---------------------------------------------
@@ -278,6 +285,7 @@ fi
 } >>"$WORK/meta.txt"
 report_args=(--raw "$RAW" --meta "$WORK/meta.txt" --criu-host "$WORK/criu-host.txt"
              --criu-guest "$WORK/criu-guest.txt" --out "$RESULTS")
+[[ -s $FREEZE_RAW ]] && report_args+=(--freeze "$FREEZE_RAW")
 [[ -s $WORK/raw-verbs.csv ]] &&
     report_args+=(--verbs "$WORK/raw-verbs.csv" --verbs-meta "$WORK/verbs-guest.txt")
 [[ ${IBCR_BENCH_NO_DOCS:-0} == 1 ]] || report_args+=(--docs "$TOP/docs/benchmarks.md")

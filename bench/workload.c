@@ -3,11 +3,12 @@
  * workload: what `make bench` checkpoints and restores.
  *
  *   workload [-k incompressible|compressible|sparse] [-s SIZE] [-m MAPPED]
- *            [-f PERCENT] [-t THREADS] [-S SEED] [-p PERIOD_S] [-g GAP_MS]
+ *            [-f PERCENT] [-t THREADS] [-S SEED] [-p PERIOD_S] [-g GAP_MS] [-b]
  *
  * It maps memory, touches it with THREADS threads (the main thread
  * included), prints one "ready" line and then idles: the main thread
- * wakes every millisecond and watches the clock, the others sleep.
+ * wakes every millisecond and watches the clock, the others sleep (-b:
+ * they spin instead, busy on the CPUs, as a computing program's do).
  *
  *   incompressible  SIZE bytes of pseudo-random data (wyrand)
  *   compressible    SIZE bytes of a typical heap: malloc headers, structs
@@ -74,6 +75,7 @@ static unsigned nthreads = 1;
 static uint64_t seed = 1;
 static unsigned period_s = 10;
 static unsigned gap_ms = 50;
+static int busy;			/* -b: the other threads spin */
 
 static unsigned char *mem;
 static uint64_t npages;			/* pages of the mapping */
@@ -324,6 +326,8 @@ static void *worker_main(void *arg)
 
 	touch_range(w);
 	pthread_barrier_wait(w->ready);
+	for (volatile uint64_t spins = 0; busy; spins++)
+		;		/* busy; checkpointed wherever it is */
 	for (;;)		/* idle; checkpointed wherever it is */
 		nanosleep(&ts, NULL);
 	return NULL;
@@ -395,7 +399,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: workload [-k incompressible|compressible|sparse] [-s SIZE] [-m MAPPED]\n"
-		"                [-f PERCENT] [-t THREADS] [-S SEED] [-p PERIOD_S] [-g GAP_MS]\n");
+		"                [-f PERCENT] [-t THREADS] [-S SEED] [-p PERIOD_S] [-g GAP_MS] [-b]\n");
 	exit(2);
 }
 
@@ -404,7 +408,7 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	int c, failed = 0;
 
-	while ((c = getopt(argc, argv, "k:s:m:f:t:S:p:g:")) != -1) {
+	while ((c = getopt(argc, argv, "k:s:m:f:t:S:p:g:b")) != -1) {
 		switch (c) {
 		case 'k':
 			if (!strcmp(optarg, "incompressible")) kind = INCOMPRESSIBLE;
@@ -419,6 +423,7 @@ int main(int argc, char **argv)
 		case 'S': seed = strtoull(optarg, NULL, 0); break;
 		case 'p': period_s = (unsigned)atoi(optarg); break;
 		case 'g': gap_ms = (unsigned)atoi(optarg); break;
+		case 'b': busy = 1; break;
 		default: usage();
 		}
 	}

@@ -15,9 +15,11 @@
 #define IBCR_MAGIC "IBCRIMG\n"
 /*
  * 2: page data checked with XXH64; 3: a region's page sum adds up
- * independent per-page terms (xxh64.h)
+ * independent per-page terms (xxh64.h); 4: credentials, attributes,
+ * deleted files' data, socket options and layouts, copy-on-write
+ * sharing, backing files and the vdso (sections 12-24)
  */
-#define IBCR_VERSION 3
+#define IBCR_VERSION 4
 
 enum ibcr_arch {
 	IBCR_ARCH_X86_64 = 1,
@@ -52,12 +54,17 @@ enum ibcr_sec_type {
 	IBCR_SEC_SYSVMSG = 11,	/* image-wide: SysV message queues */
 	IBCR_SEC_CREDS = 12,	/* struct ibcr_creds_hdr + per-thread records */
 	IBCR_SEC_SECCOMP = 13,	/* struct ibcr_seccomp_hdr + filters + programs */
+	IBCR_SEC_COW = 24,	/* pages a process shares with its parent */
+	IBCR_SEC_PAGESUMS = 26,	/* a sum per chunk of each region's page data */
 	IBCR_SEC_PATTRS = 14,	/* struct ibcr_pattrs + cgroup path */
 	IBCR_SEC_TATTRS = 15,	/* struct ibcr_tattrs[nthreads] */
 	IBCR_SEC_FILEDATA = 16,	/* image-wide: bytes of deleted files and memfds */
 	IBCR_SEC_FILEATTRS = 17,	/* image-wide: struct ibcr_fattr[FILEOBJS' nobjs] */
 	IBCR_SEC_BACKING = 22,	/* image-wide: mapped (and carried) files: identity, contents */
 	IBCR_SEC_VDSO = 23,	/* image-wide: the saving kernel's [vdso], its bytes */
+	IBCR_SEC_SOCKOPTS = 18,	/* image-wide: socket options (lib/sockopt.h) */
+	IBCR_SEC_NETLOCK = 19,	/* image-wide: the network lock left for the */
+				/* image's TCP connections (lib/netlock.h) */
 	IBCR_SEC_END = 0x7fff,	/* last section: marks a complete image */
 };
 
@@ -126,6 +133,7 @@ struct ibcr_end {
 #define IBCR_PROCF_SECCOMP 0x1	/* a thread is under seccomp (CREDS, SECCOMP) */
 #define IBCR_PROCF_ZOMBIE 0x2	/* exited, not reaped: PROC only, exit_status */
 #define IBCR_PROCF_STOPPED 0x4	/* stopped by job control: restored stopped */
+#define IBCR_PROCF_NOTTY 0x1000	/* had no controlling terminal (a daemon) */
 
 /*
  * PROC section: one per process, the first section of that process.
@@ -357,15 +365,19 @@ enum ibcr_fd_kind {
 				/* restarting loader's controlling terminal; */
 				/* on fds 0-2 like IBCR_FD_STDIO */
 	IBCR_FD_UNIX = 16,	/* UNIX socket: aux[0] inode, aux[1] type | */
-				/* role << 8 (enum ibcr_sock_role), aux[2] peer */
-				/* inode, aux[3] backlog; path = bound name */
-				/* ("@..." abstract); data: u32 length and the */
-				/* peer's name, then what waits in its receive */
-				/* queue (stream: bytes; else u32 length, message) */
-	IBCR_FD_INET = 17,	/* TCP or UDP socket: aux[0] inode, aux[1] family */
-				/* | type << 8 | role << 16, aux[2] backlog, */
-				/* aux[3] IBCR_SOCKOPT_*; data: local and remote */
-				/* address (struct sockaddr_in6 room each) */
+				/* role << 8 (enum ibcr_sock_role) | shutdown */
+				/* << 16 (IBCR_SHUT_*), aux[2] peer inode, aux[3] */
+				/* backlog (a listener) or the listener's object */
+				/* (IBCR_SOCK_PENDING); path = bound name ("@..." */
+				/* abstract); data: struct ibcr_unix */
+	IBCR_FD_INET = 17,	/* IP socket: aux[0] inode, aux[1] family | type */
+				/* << 8 | role << 16 | protocol << 24 (0: TCP or */
+				/* UDP; raw and ICMP ones), aux[2] backlog, */
+				/* aux[3] shutdown (1 reading, 2 writing: */
+				/* IBCR_SHUT_*); data: local and remote address */
+				/* (struct sockaddr_in6 room each), then for UDP */
+				/* the datagrams waiting (struct ibcr_dgram); */
+				/* options in the SOCKOPTS section */
 	IBCR_FD_PTMX = 18,	/* pty master: aux[0] its index at the checkpoint; */
 				/* data: struct ibcr_pty, then the output that */
 				/* waited for the master's reader */
@@ -380,6 +392,10 @@ enum ibcr_fd_kind {
 				/* in FILEATTRS; made again and removed */
 	IBCR_FD_PIDFD = 23,	/* pidfd of a process of the image: data struct */
 				/* ibcr_pidfd; opened by its holder */
+	IBCR_FD_NETLINK = 30,	/* netlink socket: aux[0] inode, aux[1] type | */
+				/* protocol << 8, aux[2] its port id (0: not */
+				/* bound), aux[3] destination port id | group */
+				/* << 32; data: its groups, u32 bit masks */
 };
 
 /* The data of an IBCR_FD_PIDFD object. */
@@ -414,6 +430,51 @@ struct ibcr_pty {
 	uint32_t pending;	/* bytes of output that follow */
 };
 
+/*
+ * A datagram that waited in a UDP socket: in its FILEOBJS data after the
+ * two addresses, one after another, each this header, `len` bytes, zero
+ * padding to 8. The restore hands each in again from its sender's
+ * address (loader/inject.c).
+ */
+struct ibcr_dgram {
+	uint32_t len;
+	uint32_t pad;
+	uint8_t from[32];	/* the sender: struct sockaddr_in or sockaddr_in6 */
+};
+
+/*
+ * A UNIX socket's FILEOBJS data: this header, the peer's name (peer_len
+ * bytes, its NUL included), zero padding to 8; a listener's connections
+ * not accepted yet (npending u32: their clients' objects, in the queue's
+ * order), padding to 8; then what waits in its receive queue, nmsgs
+ * records in order: struct ibcr_unix_msg, its descriptors in flight
+ * (nfds u32: objects of FILEOBJS, which need no process to hold them),
+ * padding to 8, its len bytes, padding to 8. A stream's queue is cut
+ * where the kernel's own reads stop: at descriptors, at other credentials.
+ */
+struct ibcr_unix {
+	uint32_t peer_len;
+	uint32_t npending;
+	uint32_t nmsgs;
+	uint32_t flags;		/* IBCR_UNIXF_* */
+};
+
+#define IBCR_UNIXF_DELETED 0x1	/* its bound file was deleted: removed again */
+				/* once the restored socket is bound */
+
+struct ibcr_unix_msg {
+	uint32_t len;
+	uint32_t nfds;		/* SCM_RIGHTS */
+	int32_t pid;		/* the sender's credentials (SCM_CREDENTIALS) */
+	uint32_t uid, gid;
+	uint32_t from_len;	/* datagrams: the sender's name's bytes, 0: unnamed */
+	char from[112];		/* its sun_path as received (abstract: a NUL first) */
+};
+
+/* A socket's shut down directions (sk_shutdown). */
+#define IBCR_SHUT_RD 1
+#define IBCR_SHUT_WR 2
+
 enum ibcr_sock_role {
 	IBCR_SOCK_FRESH = 0,	/* unnamed, unconnected: just the socket */
 	IBCR_SOCK_PAIR = 1,	/* UNIX, connected to a peer in the image */
@@ -423,13 +484,33 @@ enum ibcr_sock_role {
 				/* it names one (datagrams) */
 	IBCR_SOCK_CLOSED = 4,	/* TCP connection given up (saver --tcp-close): */
 				/* a fresh socket, unconnected */
-	IBCR_SOCK_REPAIR = 5,	/* established TCP connection, taken over with */
-				/* TCP_REPAIR: the addresses are followed by */
-				/* struct ibcr_tcp, the received bytes not read */
-				/* (inq) and the bytes to send (outq) */
+	IBCR_SOCK_REPAIR = 5,	/* TCP connection, taken over with TCP_REPAIR: */
+				/* the addresses are followed by struct */
+				/* ibcr_tcp, the received bytes not read (inq) */
+				/* and the bytes to send (outq) */
+	IBCR_SOCK_PENDING = 6,	/* UNIX, connected to a listener (object aux[3]) */
+				/* that had not accepted it yet: connected again */
+				/* in the listener's queue order */
 };
 
-/* An established TCP connection's state, as repair mode gives it. */
+/*
+ * A TCP connection's state, as repair mode gives it. The sequence numbers
+ * and queue lengths count bytes only: a SYN or FIN it had sent, or a FIN
+ * it had received, is left out, and the restore puts it back by what
+ * `state` says (restored as established at these numbers, then: connect
+ * again for SYN-SENT, shutdown for a FIN sent, the peer's FIN handed in
+ * again for one received).
+ */
+enum ibcr_tcp_state {		/* the kernel's TCP states */
+	IBCR_TCP_ESTABLISHED = 1,
+	IBCR_TCP_SYN_SENT = 2,
+	IBCR_TCP_FIN_WAIT1 = 4,	/* FIN sent, not acknowledged */
+	IBCR_TCP_FIN_WAIT2 = 5,	/* FIN sent and acknowledged */
+	IBCR_TCP_CLOSE_WAIT = 8,	/* FIN received */
+	IBCR_TCP_LAST_ACK = 9,	/* FIN received, then FIN sent */
+	IBCR_TCP_CLOSING = 11,	/* FIN sent, then FIN received */
+};
+
 struct ibcr_tcp {
 	uint32_t snd_seq;	/* after the last byte written (write_seq) */
 	uint32_t rcv_seq;	/* after the last byte received (rcv_nxt) */
@@ -439,17 +520,48 @@ struct ibcr_tcp {
 	uint32_t mss;
 	uint32_t opts;		/* TCPI_OPT_*: timestamps, sack, window scaling */
 	uint8_t snd_wscale, rcv_wscale;
-	uint8_t pad[2];
+	uint8_t state;		/* enum ibcr_tcp_state; 0 (older images): established */
+	uint8_t pad;
 	uint32_t timestamp;	/* TCP_TIMESTAMP */
 	uint32_t snd_wl1, snd_wnd, max_window, rcv_wnd, rcv_wup;	/* TCP_REPAIR_WINDOW */
 	uint32_t pad2;
 };
 
-#define IBCR_SOCKOPT_REUSEADDR 0x1
-#define IBCR_SOCKOPT_REUSEPORT 0x2
-#define IBCR_SOCKOPT_KEEPALIVE 0x4
-#define IBCR_SOCKOPT_NODELAY 0x8
-#define IBCR_SOCKOPT_V6ONLY 0x10
+/*
+ * SOCKOPTS section: image-wide, struct ibcr_sockopts_hdr, nopts records,
+ * then data_size bytes of option values. Each record is one option of
+ * one socket object (level and name as setsockopt takes them, the value
+ * as getsockopt gave it), sorted by object, each object's in the order
+ * the restore applies them. Only what differs from a new socket of the
+ * same kind is saved (lib/sockopt.c says which options and why).
+ */
+struct ibcr_sockopts_hdr {
+	uint32_t nopts;
+	uint32_t pad;
+	uint64_t data_size;
+	/* struct ibcr_sockopt[nopts], the values */
+};
+
+struct ibcr_sockopt {
+	uint32_t obj;		/* the socket's index in FILEOBJS */
+	int32_t level;		/* SOL_SOCKET, IPPROTO_IP, IPPROTO_TCP, ... */
+	int32_t name;		/* SO_KEEPALIVE, TCP_KEEPIDLE, ... */
+	uint32_t len;		/* value bytes */
+	uint64_t data_off;	/* the value, in the data area */
+};
+
+/*
+ * NETLOCK section: image-wide, one record. saver --kill leaves the
+ * packets of the image's TCP connections (and new connections to its
+ * listeners) dropped by an nftables table of its own until the restore
+ * has the sockets live again; the loader then deletes the table.
+ */
+struct ibcr_netlock {
+	char table[48];		/* nftables table, family inet; NUL-terminated */
+	uint32_t nconns;	/* connections locked */
+	uint32_t nlisteners;	/* listening ports locked */
+	uint64_t created_ns;	/* CLOCK_REALTIME when the lock was taken */
+};
 
 struct ibcr_fobj {
 	uint32_t kind;		/* enum ibcr_fd_kind */
@@ -683,6 +795,11 @@ enum ibcr_vma_kind {
 #define IBCR_VMAF_THP 0x400	/* had transparent huge pages (with */
 				/* IBCR_MADV_HUGEPAGE: filled so that the */
 				/* kernel gives them again) */
+#define IBCR_VMAF_COW 0x10000	/* ANON: some of its pages are its parent's, */
+				/* shared copy-on-write (COW section) */
+#define IBCR_VMAF_COWSRC 0x20000	/* ANON: children share some of its pages */
+#define IBCR_VMAF_DROPPABLE 0x40000	/* ANON: MAP_DROPPABLE (6.11): its pages */
+				/* may be dropped under memory pressure */
 
 /* madvise state (from smaps VmFlags). */
 #define IBCR_MADV_HUGEPAGE 0x1
@@ -711,6 +828,48 @@ struct ibcr_vma {
 		uint64_t file_mode;	/* SHMEM with NAMED: its st_mode */
 	};
 };
+
+/*
+ * COW section, per process, after its VMAS: struct ibcr_cow_hdr, then
+ * nregions records, then nruns runs. Each record names a region (flag
+ * COW) and the region of the parent process (the process whose pid is
+ * this one's ppid; flag COWSRC) where it starts (it may end past it: a
+ * heap grows), and its runs, all within both regions:
+ * the pages that were the very same physical page in both, which the
+ * region's own page data does not hold. The region's other pages are
+ * its stored runs or were not there (zero).
+ */
+struct ibcr_cow_hdr {
+	uint32_t nregions;
+	uint32_t pad;
+	uint64_t nruns;
+	/* struct ibcr_cow_region[nregions], struct ibcr_run[nruns] */
+};
+
+struct ibcr_cow_region {
+	uint32_t vma;		/* index in this process's VMAS */
+	uint32_t src;		/* index in the parent's VMAS */
+	uint64_t run0, nruns;	/* its runs in this section's runs */
+};
+
+/*
+ * PAGESUMS section, per process with uncompressed page data, after its
+ * VMAS: the page_sum of every `chunk` bytes of each region's data, so
+ * that a restore which fills memory while the program runs again
+ * (restart-loader --lazy) checks each piece before it puts it in. Sum k
+ * of a region covers its data [k * chunk, (k + 1) * chunk), cut at its
+ * end, its pages' seeds their indices in the region's data as for
+ * data_crc, so a region's sums add up to its data_crc.
+ */
+struct ibcr_pagesums_hdr {
+	uint32_t chunk;		/* a power of two, a multiple of the page size */
+	uint32_t pad;
+	uint64_t nsums;
+	/* uint32_t sums[nsums]: region after region (those with data, in */
+	/* VMAS order), ceil(data_len / chunk) each */
+};
+
+#define IBCR_PAGESUMS_CHUNK (64u << 10)
 
 /* A run of stored pages: [addr, addr + npages * page_size). */
 struct ibcr_run {

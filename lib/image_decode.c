@@ -571,6 +571,10 @@ static int dec_one(struct img_reader *r, uint32_t proc, uint32_t idx,
 		return dec_creds(r->path, proc, p, s->h.size, &ps->priv, e);
 	case IBCR_SEC_SECCOMP:
 		return dec_seccomp(r->path, proc, p, s->h.size, &ps->priv, e);
+	case IBCR_SEC_COW:
+		return dec_cow(r->path, proc, p, s->h.size, r->hdr.page_size, ps, e);
+	case IBCR_SEC_PAGESUMS:
+		return dec_pagesums(r->path, proc, p, s->h.size, r->hdr.page_size, ps, e);
 	case IBCR_SEC_PATTRS:
 		return dec_pattrs(r->path, proc, p, s->h.size, ps, e);
 	case IBCR_SEC_TATTRS:
@@ -746,6 +750,8 @@ void ibcr_process_free(struct ibcr_process_state *ps)
 	free(ps->vma_names);
 	free(ps->runs);
 	free(ps->opaque);
+	free(ps->cow);
+	free(ps->cow_runs);
 	free(ps->blocks);
 	free(ps->exe);
 	free(ps->cwd);
@@ -753,5 +759,6 @@ void ibcr_process_free(struct ibcr_process_state *ps)
 	ibcr_priv_free(&ps->priv);
 	free(ps->cgroup);
 	free(ps->tattrs);
+	free(ps->sums);
 	memset(ps, 0, sizeof(*ps));
 }

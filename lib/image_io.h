@@ -150,6 +150,16 @@ void enc_thread(struct buf *b, const struct ibcr_thread_state *t);
 void enc_files(struct buf *b, const struct ibcr_process_state *ps);
 void enc_fileobjs(struct buf *b, const struct ibcr_files *f);
 void enc_vmas(struct buf *b, const struct ibcr_process_state *ps);
+/* cow_codec.c: the COW section (decoded after the process's VMAS) */
+void enc_cow(struct buf *b, const struct ibcr_process_state *ps);
+int dec_cow(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
+	    uint32_t page_size, struct ibcr_process_state *ps, struct ibcr_err *e);
+/* pagesums.c: the PAGESUMS section (decoded after the process's VMAS) */
+void enc_pagesums(struct buf *b, const struct ibcr_process_state *ps);
+int dec_pagesums(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
+		 uint32_t page_size, struct ibcr_process_state *ps, struct ibcr_err *e);
+/* how many sums region v has with chunks of `chunk` bytes */
+uint64_t pagesums_of(const struct ibcr_vma *v, uint32_t chunk);
 void enc_sysvsem(struct buf *b, const struct ibcr_sysvipc *s);
 void enc_sysvmsg(struct buf *b, const struct ibcr_sysvipc *s);
 /* image_attrs.c: process and per-thread attributes (PATTRS, TATTRS) */

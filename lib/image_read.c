@@ -33,12 +33,16 @@ const char *ibcr_sec_type_name(uint32_t type)
 	case IBCR_SEC_SYSVMSG: return "SYSVMSG";
 	case IBCR_SEC_CREDS: return "CREDS";
 	case IBCR_SEC_SECCOMP: return "SECCOMP";
+	case IBCR_SEC_COW: return "COW";
+	case IBCR_SEC_PAGESUMS: return "PAGESUMS";
 	case IBCR_SEC_PATTRS: return "PATTRS";
 	case IBCR_SEC_TATTRS: return "TATTRS";
 	case IBCR_SEC_FILEDATA: return "FILEDATA";
 	case IBCR_SEC_FILEATTRS: return "FILEATTRS";
 	case IBCR_SEC_BACKING: return "BACKING";
 	case IBCR_SEC_VDSO: return "VDSO";
+	case IBCR_SEC_SOCKOPTS: return "SOCKOPTS";
+	case IBCR_SEC_NETLOCK: return "NETLOCK";
 	case IBCR_SEC_END: return "END";
 	}
 	return "unknown";

@@ -64,13 +64,21 @@ struct ibcr_process_state {
 	uint32_t nopaque;
 	struct ibcr_opaque *opaque;
 	struct ibcr_priv priv;
+	uint32_t ncow;		/* COW section: regions sharing pages with the parent */
+	struct ibcr_cow_region *cow;
+	uint64_t ncow_runs;
+	struct ibcr_run *cow_runs;
 	int has_attrs;		/* PATTRS and TATTRS: none in older images */
 	struct ibcr_pattrs pattrs;
 	char *cgroup;		/* its cgroup v2 path, or NULL */
 	struct ibcr_tattrs *tattrs;	/* rec.nthreads records, or NULL */
+	uint32_t sum_chunk;	/* PAGESUMS: bytes per sum, 0 without */
+	uint64_t nsums;
+	uint32_t *sums;
 };
 
 /* The image's open file descriptions, shared by its processes. */
+struct ibcr_sockopts;
 struct ibcr_files {
 	uint32_t nobjs;
 	struct ibcr_fobj *objs;
@@ -80,6 +88,7 @@ struct ibcr_files {
 	uint64_t filedata_off;	/* reader: file offset of FILEDATA's payload */
 	uint64_t filedata_size;
 	int filedata_fd;	/* reader: the image, to read FILEDATA from */
+	const struct ibcr_sockopts *sockopts;	/* loader: the sockets' options */
 };
 
 /* The image's SysV shared memory segments (SYSVSHM section). */

@@ -61,6 +61,7 @@ static uint32_t parse_vmflags(const char *s)
 		{ "pf", VMF_PFNMAP }, { "ht", VMF_HUGETLB },
 		{ "nr", VMF_NORESERVE }, { "lo", VMF_LOCKED },
 		{ "ac", VMF_ACCOUNT }, { "mw", VMF_MAYWRITE },
+		{ "dp", VMF_DROPPABLE },
 	};
 	uint32_t f = 0;
 

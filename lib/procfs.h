@@ -23,6 +23,7 @@
 #define VMF_LOCKED 0x800	/* lo */
 #define VMF_ACCOUNT 0x1000	/* ac */
 #define VMF_MAYWRITE 0x2000	/* mw */
+#define VMF_DROPPABLE 0x4000	/* dp: MAP_DROPPABLE (6.11) */
 /* no VmFlags mnemonic: smaps shows AnonHugePages above 0 */
 #define VMF_THP 0x80000000
 

@@ -73,10 +73,15 @@ int pt_group_stop_signal(void)
 
 int pt_interrupt(pid_t tid, struct ibcr_err *e)
 {
-	int st;
-
 	if (PT(PTRACE_INTERRUPT, tid, 0, 0))
 		return ibcr_fail_errno(e, errno, "thread %d: PTRACE_INTERRUPT", tid);
+	return pt_interrupt_wait(tid, e);
+}
+
+int pt_interrupt_wait(pid_t tid, struct ibcr_err *e)
+{
+	int st;
+
 	for (;;) {
 		if (pt_wait(tid, &st, e))
 			return -1;
@@ -175,14 +180,13 @@ int pt_stop_signals_seen(void)
 	return n;
 }
 
-static int next_syscall_stop(pid_t tid, struct sysinfo_head *si, unsigned long *event,
+/* The next syscall stop of a thread already resumed with PTRACE_SYSCALL. */
+static int wait_syscall_stop(pid_t tid, struct sysinfo_head *si, unsigned long *event,
 			     struct ibcr_err *e)
 {
 	int st;
 
 	for (;;) {
-		if (PT(PTRACE_SYSCALL, tid, 0, 0))
-			return ibcr_fail_errno(e, errno, "thread %d: PTRACE_SYSCALL", tid);
 		if (pt_wait(tid, &st, e))
 			return -1;
 		if (WSTOPSIG(st) == (SIGTRAP | 0x80))
@@ -196,19 +200,27 @@ static int next_syscall_stop(pid_t tid, struct sysinfo_head *si, unsigned long *
 		    ((st >> 16) == 0 || (st >> 16) == PTRACE_EVENT_STOP)) {
 			stop_signals_seen++;
 			group_stop_sig = WSTOPSIG(st);
-			continue;
-		}
-		if (event && WSTOPSIG(st) == SIGTRAP && (st >> 16) &&
-		    (st >> 16) != PTRACE_EVENT_STOP) {
+		} else if (event && WSTOPSIG(st) == SIGTRAP && (st >> 16) &&
+			   (st >> 16) != PTRACE_EVENT_STOP) {
 			if (PT(PTRACE_GETEVENTMSG, tid, 0, event))
 				return ibcr_fail_errno(e, errno, "thread %d: PTRACE_GETEVENTMSG",
 						       tid);
-			continue;
+		} else {
+			return ibcr_fail(e, "thread %d: unexpected stop (signal %d, event %d) "
+					 "while running a system call in it", tid,
+					 WSTOPSIG(st), st >> 16);
 		}
-		return ibcr_fail(e, "thread %d: unexpected stop (signal %d, event %d) "
-				 "while running a system call in it", tid,
-				 WSTOPSIG(st), st >> 16);
+		if (PT(PTRACE_SYSCALL, tid, 0, 0))
+			return ibcr_fail_errno(e, errno, "thread %d: PTRACE_SYSCALL", tid);
 	}
+}
+
+static int next_syscall_stop(pid_t tid, struct sysinfo_head *si, unsigned long *event,
+			     struct ibcr_err *e)
+{
+	if (PT(PTRACE_SYSCALL, tid, 0, 0))
+		return ibcr_fail_errno(e, errno, "thread %d: PTRACE_SYSCALL", tid);
+	return wait_syscall_stop(tid, si, event, e);
 }
 
 int pt_run_until_syscall_entry(pid_t tid, long nr, struct ibcr_err *e)
@@ -238,42 +250,66 @@ int pt_run_until_syscall_exit(pid_t tid, long nr, struct ibcr_err *e)
 	return pt_run_until_syscall_entry(tid, nr, e) || pt_run_to_syscall_exit(tid, e) ? -1 : 0;
 }
 
-int pt_inject_syscall_ev(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
-			 long *ret, unsigned long *event, struct ibcr_err *e)
+/* Puts the thread back as it was before the injection. */
+static int inject_restore(struct pt_injection *in, int rc, struct ibcr_err *e)
 {
-	struct arch_gpregs saved, r;
-	uint64_t mask;
-	struct sysinfo_head si = { 0 };
-	int rc = -1;
+	if (pt_setregs(in->tid, &in->saved, e) || pt_setsigmask(in->tid, in->mask, e))
+		rc = -1;
+	return rc;
+}
 
-	if (pt_getregs(tid, &saved, e) || pt_getsigmask(tid, &mask, e) ||
+int pt_inject_begin(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
+		    struct pt_injection *in, struct ibcr_err *e)
+{
+	struct arch_gpregs r;
+	struct sysinfo_head si = { 0 };
+
+	in->tid = tid;
+	in->nr = nr;
+	if (pt_getregs(tid, &in->saved, e) || pt_getsigmask(tid, &in->mask, e) ||
 	    pt_setsigmask(tid, ~0ull, e))
 		return -1;
-	r = saved;
+	r = in->saved;
 	arch_setup_syscall(&r, insn, nr, a);
-	if (pt_setregs(tid, &r, e))
-		goto out;
-	if (next_syscall_stop(tid, &si, NULL, e))
-		goto out;
+	if (pt_setregs(tid, &r, e) || next_syscall_stop(tid, &si, NULL, e))
+		return inject_restore(in, -1, e);
 	if (si.op != SYSINFO_ENTRY || (long)si.nr != nr) {
 		ibcr_fail(e, "thread %d: injected syscall %ld did not start (op %u nr %lld)",
 			  tid, nr, si.op, (long long)si.nr);
-		goto out;
+		return inject_restore(in, -1, e);
 	}
-	if (next_syscall_stop(tid, &si, event, e))
-		goto out;
+	if (PT(PTRACE_SYSCALL, tid, 0, 0)) {
+		ibcr_fail_errno(e, errno, "thread %d: PTRACE_SYSCALL", tid);
+		return inject_restore(in, -1, e);
+	}
+	return 0;
+}
+
+int pt_inject_end(struct pt_injection *in, long *ret, unsigned long *event, struct ibcr_err *e)
+{
+	struct arch_gpregs r;
+	struct sysinfo_head si = { 0 };
+
+	if (wait_syscall_stop(in->tid, &si, event, e))
+		return inject_restore(in, -1, e);
 	if (si.op != SYSINFO_EXIT) {
-		ibcr_fail(e, "thread %d: injected syscall %ld did not finish", tid, nr);
-		goto out;
+		ibcr_fail(e, "thread %d: injected syscall %ld did not finish", in->tid, in->nr);
+		return inject_restore(in, -1, e);
 	}
-	if (pt_getregs(tid, &r, e))
-		goto out;
+	if (pt_getregs(in->tid, &r, e))
+		return inject_restore(in, -1, e);
 	*ret = (long)arch_ret(&r);
-	rc = 0;
-out:
-	if (pt_setregs(tid, &saved, e) || pt_setsigmask(tid, mask, e))
-		rc = -1;
-	return rc;
+	return inject_restore(in, 0, e);
+}
+
+int pt_inject_syscall_ev(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
+			 long *ret, unsigned long *event, struct ibcr_err *e)
+{
+	struct pt_injection in;
+
+	if (pt_inject_begin(tid, insn, nr, a, &in, e))
+		return -1;
+	return pt_inject_end(&in, ret, event, e);
 }
 
 int pt_inject_syscall(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],

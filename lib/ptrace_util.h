@@ -17,6 +17,12 @@
 int pt_seize(pid_t tid, unsigned long options, struct ibcr_err *e);
 /* PTRACE_INTERRUPT and wait for the resulting stop. */
 int pt_interrupt(pid_t tid, struct ibcr_err *e);
+/*
+ * The wait half of pt_interrupt, for a thread already sent PTRACE_INTERRUPT:
+ * many threads interrupted first and then waited for stop together, not
+ * each after the one before (a busy thread may wait long for a CPU).
+ */
+int pt_interrupt_wait(pid_t tid, struct ibcr_err *e);
 /* Waits for tid's next stop; *status as waitpid gives it. */
 int pt_wait(pid_t tid, int *status, struct ibcr_err *e);
 int pt_getregs(pid_t tid, struct arch_gpregs *r, struct ibcr_err *e);
@@ -53,6 +59,23 @@ int pt_group_stop_signal(void);
 /* The same, keeping the message of a PTRACE_EVENT stop (a traced clone's pid). */
 int pt_inject_syscall_ev(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
 			 long *ret, unsigned long *event, struct ibcr_err *e);
+
+/*
+ * The same in two halves, so that several threads (of several processes)
+ * run their injected calls at once: begin leaves the thread inside the
+ * call, running; end waits for it to return and puts the thread back.
+ * Every begin that succeeded must be ended.
+ */
+struct pt_injection {
+	pid_t tid;
+	long nr;
+	struct arch_gpregs saved;
+	uint64_t mask;
+};
+int pt_inject_begin(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
+		    struct pt_injection *in, struct ibcr_err *e);
+int pt_inject_end(struct pt_injection *in, long *ret, unsigned long *event,
+		  struct ibcr_err *e);
 
 /*
  * Resumes a stopped thread under PTRACE_SYSCALL until it has completed

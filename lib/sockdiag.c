@@ -40,7 +40,7 @@ static int request(int nl, int family, int proto, struct ibcr_err *e)
 		msg.r.u.sdiag_family = AF_UNIX;
 		msg.r.u.udiag_states = ~0u;
 		msg.r.u.udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_PEER | UDIAG_SHOW_RQLEN |
-				     UDIAG_SHOW_ICONS;
+				     UDIAG_SHOW_ICONS | UDIAG_SHOW_VFS;
 	} else {
 		msg.h.nlmsg_len = NLMSG_LENGTH(sizeof(msg.r.i));
 		msg.r.i.sdiag_family = (uint8_t)family;
@@ -75,8 +75,17 @@ static void parse_unix(const struct nlmsghdr *h, struct sockdiag *d)
 		} else if (a->rta_type == UNIX_DIAG_RQLEN && n >= sizeof(struct unix_diag_rqlen)) {
 			d->rq = ((const struct unix_diag_rqlen *)RTA_DATA(a))->udiag_rqueue;
 			d->wq = ((const struct unix_diag_rqlen *)RTA_DATA(a))->udiag_wqueue;
-		} else if (a->rta_type == UNIX_DIAG_ICONS) {
+		} else if (a->rta_type == UNIX_DIAG_ICONS && n >= 4) {
 			d->npending = (uint32_t)(n / 4);
+			d->pending = xmalloc(n);
+			memcpy(d->pending, RTA_DATA(a), d->npending * 4);
+		} else if (a->rta_type == UNIX_DIAG_VFS && n >= sizeof(struct unix_diag_vfs)) {
+			const struct unix_diag_vfs *v = RTA_DATA(a);
+
+			d->vfs_ino = v->udiag_vfs_ino;
+			d->vfs_dev = v->udiag_vfs_dev;
+		} else if (a->rta_type == UNIX_DIAG_SHUTDOWN && n >= 1) {
+			d->shutdown = *(const uint8_t *)RTA_DATA(a) & 3;
 		}
 	}
 }
@@ -84,6 +93,12 @@ static void parse_unix(const struct nlmsghdr *h, struct sockdiag *d)
 static void parse_inet(const struct nlmsghdr *h, int proto, struct sockdiag *d)
 {
 	const struct inet_diag_msg *m = NLMSG_DATA(h);
+	const struct rtattr *a = (const struct rtattr *)(m + 1);
+	int len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*m)));
+
+	for (; RTA_OK(a, len); a = RTA_NEXT(a, len))
+		if (a->rta_type == INET_DIAG_SHUTDOWN && RTA_PAYLOAD(a) >= 1)
+			d->shutdown = *(const uint8_t *)RTA_DATA(a) & 3;
 
 	d->ino = m->idiag_inode;
 	d->family = m->idiag_family;
@@ -153,6 +168,13 @@ int sockdiag_dump(int family, int proto, struct sockdiag **out, size_t *n,
 	}
 	close(nl);
 	return 0;
+}
+
+void sockdiag_free(struct sockdiag *d, size_t n)
+{
+	for (size_t i = 0; d && i < n; i++)
+		free(d[i].pending);
+	free(d);
 }
 
 /* A TIME_WAIT request for TCP sockets of `family`: a dump, or one to destroy. */

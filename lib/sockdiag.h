@@ -17,13 +17,17 @@ struct sockdiag {
 	uint32_t rq, wq;	/* queued: bytes (stream) or messages, and for a */
 				/* listener pending connections / backlog */
 	uint32_t npending;	/* listener: connections not accepted yet */
+	uint32_t *pending;	/* their inodes, in the queue's order (malloc'd) */
+	uint64_t vfs_ino, vfs_dev;	/* a bound one's file, as it was made */
+	uint8_t shutdown;	/* directions shut down: IBCR_SHUT_RD | _WR */
 	/* AF_INET, AF_INET6 */
 	struct sockaddr_storage local, remote;
 };
 
-/* Every socket of the given family (AF_UNIX, AF_INET, AF_INET6). */
+/* Every socket of the given family (AF_UNIX, AF_INET, AF_INET6); sockdiag_free. */
 int sockdiag_dump(int family, int proto, struct sockdiag **out, size_t *n,
 		  struct ibcr_err *e);
+void sockdiag_free(struct sockdiag *d, size_t n);
 
 /*
  * Drops the TCP connections of `family` in TIME_WAIT whose local port is

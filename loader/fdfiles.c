@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * Files that only the process had: a regular file deleted while open
- * comes back as an unlinked file (O_TMPFILE, or a name removed at once)
- * in the directory it was in, so that it is on the same file system as
- * before (a program may link it in there); a memfd as a memfd of the same
- * name. Both with the bytes saved, their mode, and the memfd's seals;
- * then reopened through /proc/self/fd with the saved access mode and
- * flags, at the saved offset.
+ * Files that only the processes had: a regular file deleted while open
+ * or mapped is made again here, once, under its own name and removed at
+ * once, so that it is on the same file system as before (a program may
+ * link it in there) and /proc shows it as before in fd links and maps;
+ * a memfd as a memfd of the same name. Both with the bytes saved, their
+ * mode, and the memfd's seals; then reopened through /proc/self/fd with
+ * the saved access mode and flags, at the saved offset. Every mapping of
+ * such a file maps this one (objfile_open).
  */
 #include <errno.h>
 #include <limits.h>
@@ -22,39 +23,37 @@
 #include "fdkinds.h"
 #include "filedata.h"
 
-/*
- * Made under its own name and removed at once when the name is free, so
- * that /proc shows it as it showed the original ("NAME (deleted)"; an
- * O_TMPFILE original is "#INODE" there, and so is this one), else
- * O_TMPFILE in its directory.
- */
-static int unlinked_in(const char *dir, const char *path, mode_t mode)
+/* The directory path is in, as a string, into dir (size PATH_MAX). */
+static int dir_of(const char *path, char *dir)
 {
-	char tmpl[PATH_MAX];
-	int fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, mode);
+	const char *slash = strrchr(path, '/');
 
-	if (fd >= 0) {
-		if (!unlink(path))
-			return fd;
-		close(fd);
-	}
-	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+	if (!slash || (size_t)(slash - path) >= PATH_MAX)
+		return -1;
+	snprintf(dir, PATH_MAX, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	return 0;
+}
 
-	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
-		return fd;
-	/* no O_TMPFILE on this file system */
-	if (snprintf(tmpl, sizeof(tmpl), "%s/.ibcr-deleted-XXXXXX", dir) >= (int)sizeof(tmpl)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	if ((fd = mkostemp(tmpl, O_CLOEXEC)) < 0)
-		return -1;
-	unlink(tmpl);
-	if (fchmod(fd, mode)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+int deleted_name_free(const struct ibcr_files *f, uint32_t i, const char *held,
+		      struct ibcr_err *e)
+{
+	const char *path = f->paths[i];
+	char dir[PATH_MAX];
+	struct stat st;
+	int err;
+
+	if (!lstat(path, &st))
+		return ibcr_fail(e, "%s: the process %s a deleted file of this name, and a file of "
+				 "this name exists now: it is not replaced, and one of another "
+				 "name would not be the same (move it away to restore)", path, held);
+	if (errno != ENOENT)
+		return ibcr_fail_errno(e, errno, "deleted file %s: looking for its name", path);
+	if (dir_of(path, dir))
+		return ibcr_fail(e, "deleted file %s (file object %u): no directory", path, i);
+	err = stat(dir, &st) ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+	if (err)
+		return ibcr_fail_errno(e, err, "deleted file %s: making it again in %s", path, dir);
+	return 0;
 }
 
 /* Our read-write fd of the new file, as the saved description. */
@@ -134,35 +133,33 @@ static int same_file(const struct ibcr_files *f, uint32_t i, const int *fds, con
 	return as_saved(fd, &f->objs[i], what, f->paths[i], e);
 }
 
+/*
+ * Made under its own name and removed at once, so that /proc shows it as
+ * it showed the original ("NAME (deleted)"; an O_TMPFILE original is
+ * "#INODE" there, and so is this one). A file that has the name now is
+ * not replaced: preflight refused that already (deleted_name_free), and
+ * O_EXCL does again.
+ */
 int deleted_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e)
 {
-	const char *path = f->paths[i], *slash = strrchr(path, '/');
-	char dir[PATH_MAX];
+	const char *path = f->paths[i];
 	int fd;
 
 	if (f->attrs[i].same_file)
 		return same_file(f, i, fds, "deleted file", e);
-	if (!slash || (size_t)(slash - path) >= sizeof(dir))
-		return ibcr_fail(e, "deleted file %s (file object %u): no directory", path, i);
-	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
-	fd = unlinked_in(dir, path, (mode_t)(f->objs[i].mode & 07777));
+	fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW,
+		  (mode_t)(f->objs[i].mode & 07777));
 	if (fd < 0)
-		return ibcr_fail_errno(e, errno, "deleted file %s: making it again, unlinked, "
-				       "in %s", path, dir);
+		return ibcr_fail_errno(e, errno, "deleted file %s (file object %u): making it "
+				       "again", path, i);
+	if (unlink(path)) {
+		ibcr_fail_errno(e, errno, "deleted file %s: deleting it again", path);
+		close(fd);
+		return -1;
+	}
 	if (fill(fd, f, i, "deleted file", e))
 		return -1;
 	return as_saved(fd, &f->objs[i], "deleted file", path, e);
-}
-
-/* The directory path is in, as a string, into dir (size PATH_MAX). */
-static int dir_of(const char *path, char *dir)
-{
-	const char *slash = strrchr(path, '/');
-
-	if (!slash || (size_t)(slash - path) >= PATH_MAX)
-		return -1;
-	snprintf(dir, PATH_MAX, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-	return 0;
 }
 
 /*
@@ -240,31 +237,37 @@ int deldir_chdir(const struct restore *rs, int *done, struct ibcr_err *e)
  * descriptor of that object, of its own (the core closes it), above the
  * saved numbers, writable if the mapping is shared and writable.
  */
+long objfile_of(const struct ibcr_files *f, const struct ibcr_vma *v)
+{
+	for (uint32_t i = 0; i < f->nobjs; i++)
+		if ((f->objs[i].kind == IBCR_FD_DELETED || f->objs[i].kind == IBCR_FD_MEMFD) &&
+		    f->objs[i].ino == v->file_ino && f->objs[i].dev == v->file_dev &&
+		    !f->attrs[i].same_file)
+			return i;
+	return -1;
+}
+
 int objfile_open(const struct restore *rs, const struct ibcr_vma *v, int writable,
 		 struct ibcr_err *e)
 {
 	const struct ibcr_files *f = rs->files;
+	long i = objfile_of(f, v);
 	char self[32];
 	int fd, high;
 
-	for (uint32_t i = 0; i < f->nobjs; i++) {
-		if ((f->objs[i].kind != IBCR_FD_DELETED && f->objs[i].kind != IBCR_FD_MEMFD) ||
-		    f->objs[i].ino != v->file_ino || f->objs[i].dev != v->file_dev ||
-		    f->attrs[i].same_file || rs->obj_fds[i] < 0)
-			continue;
-		snprintf(self, sizeof(self), "/proc/self/fd/%d", rs->obj_fds[i]);
-		if ((fd = open(self, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC)) < 0)
-			return ibcr_fail_errno(e, errno, "region %#llx: opening %s to map it",
-					       (unsigned long long)v->start, f->paths[i]);
-		high = fcntl(fd, F_DUPFD_CLOEXEC, rs->fd_base);
-		close(fd);
-		if (high < 0)
-			return ibcr_fail_errno(e, errno, "region %#llx: placing %s's descriptor",
-					       (unsigned long long)v->start, f->paths[i]);
-		return high;
-	}
-	return ibcr_fail(e, "region %#llx maps a deleted file or memfd that the image does not "
-			 "have", (unsigned long long)v->start);
+	if (i < 0 || rs->obj_fds[i] < 0)
+		return ibcr_fail(e, "region %#llx maps a deleted file or memfd that the image "
+				 "does not have", (unsigned long long)v->start);
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", rs->obj_fds[i]);
+	if ((fd = open(self, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC)) < 0)
+		return ibcr_fail_errno(e, errno, "region %#llx: opening %s to map it",
+				       (unsigned long long)v->start, f->paths[i]);
+	high = fcntl(fd, F_DUPFD_CLOEXEC, rs->fd_base);
+	close(fd);
+	if (high < 0)
+		return ibcr_fail_errno(e, errno, "region %#llx: placing %s's descriptor",
+				       (unsigned long long)v->start, f->paths[i]);
+	return high;
 }
 
 int memfd_make(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)

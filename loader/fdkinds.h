@@ -25,10 +25,15 @@ int tty_place(const struct restore *rs, const struct ibcr_fd *f, struct ibcr_err
 int inotify_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
 /* deleted files, memfds: fds holds the objects before i (one may be the same file) */
 int deleted_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e);
+/* preflight: deleted file i can be made again under its name (held: "mapped", ...) */
+int deleted_name_free(const struct ibcr_files *f, uint32_t i, const char *held,
+		      struct ibcr_err *e);
 int memfd_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e);
 /* a removed directory made again; a removed working directory, in the process */
 int deldir_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e);
 int deldir_chdir(const struct restore *rs, int *done, struct ibcr_err *e);
+/* the deleted file or memfd object an OBJFILE region maps, or -1 */
+long objfile_of(const struct ibcr_files *f, const struct ibcr_vma *v);
 /* restored process: a descriptor to map a region of a deleted file or memfd object */
 int objfile_open(const struct restore *rs, const struct ibcr_vma *v, int writable,
 		 struct ibcr_err *e);

@@ -107,6 +107,10 @@ static int open_mappings(struct restore *rs, struct ibcr_err *e)
 			return -1;
 		rs->map_fds[i] = fd;
 	}
+	/* a deleted executable: the file object its regions map */
+	for (uint32_t i = 0; i < ps->nvmas; i++)
+		if ((ps->vmas[i].flags & IBCR_VMAF_OBJFILE) && !strcmp(ps->vma_names[i], ps->exe))
+			return (rs->exe_fd = objfile_open(rs, &ps->vmas[i], 0, e)) < 0 ? -1 : 0;
 	rs->exe_fd = open(ps->exe, O_RDONLY | O_CLOEXEC);
 	if (rs->exe_fd >= 0 && move_high(&rs->exe_fd, rs->fd_base, "executable", e))
 		return -1;

@@ -122,7 +122,7 @@ static int resume_all(pid_t child, pid_t *tids, uint32_t n, struct ibcr_err *e)
 	return 0;
 }
 
-int finalize(pid_t child, int status_fd, int control_fd, int verbose,
+int finalize(pid_t child, int status_fd, int control_fd, int verbose, int keep,
 	     struct ibcr_err *e)
 {
 	const struct core_blob_head *head = (const void *)ibcr_core_blob;
@@ -141,6 +141,13 @@ int finalize(pid_t child, int status_fd, int control_fd, int verbose,
 	opts = PTRACE_O_TRACESYSGOOD | ((p.flags & PLAN_SECCOMP) ? PTRACE_O_SUSPEND_SECCOMP : 0);
 	if (list_tasks(child, &tids, &n) || !n || n != p.nthreads || seize_all(tids, n, opts, e)) {
 		/* without it, the filters would apply to our hand-over and refuse it */
+		if (keep) {
+			kill(child, SIGKILL);
+			free(tids);
+			return ibcr_fail(e, "restored process %d: cannot trace it (%s) to hold its "
+					 "forks while its memory is filled lazily: killed", (int)child,
+					 e->msg[0] ? e->msg : "threads missing");
+		}
 		if (p.flags & PLAN_SECCOMP) {
 			kill(child, SIGKILL);
 			free(tids);
@@ -168,7 +175,8 @@ int finalize(pid_t child, int status_fd, int control_fd, int verbose,
 		free(tids);
 		return -1;
 	}
-	for (uint32_t i = 0; i + 1 < n; i++)
+	/* keep: a lazy fill runs, every thread stays ours, stopped (lazyhold.c) */
+	for (uint32_t i = 0; i + 1 < n && !keep; i++)
 		ptrace(PTRACE_DETACH, tids[i], NULL, NULL);
 	a[0] = p.hole_start;
 	a[1] = p.hole_len;
@@ -176,7 +184,8 @@ int finalize(pid_t child, int status_fd, int control_fd, int verbose,
 			      SYS_munmap, a, &ret, e) || ret)
 		fprintf(stderr, "restart-loader: warning: restore area at %#llx could not "
 			"be unmapped\n", (unsigned long long)p.hole_start);
-	ptrace(PTRACE_DETACH, tids[n - 1], NULL, NULL);
+	if (!keep)
+		ptrace(PTRACE_DETACH, tids[n - 1], NULL, NULL);
 	free(tids);
 	return 0;
 }

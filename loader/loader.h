@@ -61,6 +61,10 @@ struct restore {
 	struct vdso_proxy *vdso;	/* another kernel's vdso: the proxy (vdso.c) */
 	struct backing_ctx *backing;	/* the image's backing files (backing.c) */
 	int cpu_in_use;		/* --cpu-check=in-use */
+	uint64_t *cow_at;	/* per region: built at this address before */
+				/* forking (cow.c), or 0 */
+	int stream_fill;	/* the loader fills its regions from the stream */
+	int lazy;		/* --lazy: regions may be filled once it runs (lazy.c) */
 };
 
 /* creds.c: can the loader give every thread its credentials and sandbox? */
@@ -84,6 +88,16 @@ int tcp_repair_on(int s);
 int tcp_restore(int s, const uint8_t *data, uint64_t len, const struct sockaddr *peer,
 		socklen_t plen);
 int tcp_finish(const struct ibcr_files *f, const int *fds, struct ibcr_err *e);
+/* tcpstate.c: SYNs and FINs that repair mode cannot set, before the lock goes */
+int tcp_replay(const struct ibcr_files *f, const int *fds, struct ibcr_err *e);
+int tcp_fin_in_repair(int s, const struct ibcr_tcp *t);
+int tcp_fin_after_data(int s, const struct ibcr_tcp *t);
+struct sockaddr_in6;
+/* inject.c: packets from a peer into a restored socket, past the lock */
+int tcp_send_fin(const struct sockaddr_in6 *local, const struct sockaddr_in6 *peer,
+		 uint32_t seq, uint32_t ack, uint16_t window, int fin);
+int udp_send_again(const struct sockaddr_in6 *local, const struct sockaddr_in6 *from,
+		   const uint8_t *data, uint32_t len);
 
 /* pathmap.c: --path-map OLD=NEW, applied to the image's paths once read */
 struct pathmap_rule;
@@ -157,6 +171,46 @@ int verbs_pokes(struct restore *rs, struct ibcr_err *e);
 /* objects.c (parent, before forking): opens the image's file objects */
 int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_err *e);
 
+/* sockopt.c: a socket's saved options (late: those set after its data) */
+int sockopt_apply(int s, uint32_t obj, const struct ibcr_files *f, int late,
+		  struct ibcr_err *e);
+/* SO_REUSEADDR again, as saved: leaving repair mode clears it */
+int sockopt_after_repair(int s, uint32_t obj, const struct ibcr_files *f,
+			 struct ibcr_err *e);
+
+/* buffer sizes and their locks as saved, after the queues were refilled */
+int sockopt_buffers(int s, uint32_t obj, const struct ibcr_files *f, struct ibcr_err *e);
+
+/* udp.c: the datagrams that waited in UDP sockets, sent again */
+int udp_refill(const struct ibcr_files *f, const int *fds, struct ibcr_err *e);
+
+/* unix.c, unixq.c: UNIX sockets (sock_open returns UNIX_LATER for one */
+/* made by unix_pending), their queues refilled once the processes exist */
+#define UNIX_LATER (-2)
+struct unix_data {	/* an object's data, laid out (image.h, struct ibcr_unix) */
+	struct ibcr_unix h;
+	const char *peer;
+	const uint32_t *pending;
+	const uint8_t *msgs, *end;
+};
+struct pidmap {		/* saved pids and the restored processes' own */
+	uint32_t n;
+	const int32_t *old, *now;
+};
+struct sockaddr_un;
+int unix_layout(const struct ibcr_files *f, uint32_t i, struct unix_data *u);
+socklen_t unix_address(const char *name, struct sockaddr_un *a);
+long unix_peer_object(const struct ibcr_files *f, uint32_t i);
+int unix_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e);
+int unix_pending(const struct ibcr_files *f, int *fds, int base, struct ibcr_err *e);
+int unix_gone_end(uint32_t obj);
+void unix_gone_close(void);
+int unix_refill(const struct ibcr_files *f, const int *fds, const struct pidmap *pm,
+		struct ibcr_err *e);
+
+/* netlink.c: a netlink socket, with its port id and groups */
+int netlink_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
+
 /* sockets.c: a socket object, opened by objects_open */
 int sock_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e);
 
@@ -174,7 +228,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 __attribute__((noreturn)) void child_fail(int fd, const struct ibcr_err *e);
 
 /* finalize.c (parent) */
-int finalize(pid_t child, int status_fd, int control_fd, int verbose,
+int finalize(pid_t child, int status_fd, int control_fd, int verbose, int keep,
 	     struct ibcr_err *e);
 
 /* pages.c (parent): fills the regions of a compressed image on request */
@@ -198,6 +252,7 @@ struct pages {
 	uint8_t *help_buf;	/* pagehelp.c */
 	/* page data we put in (--stats): by UFFDIO_COPY, by writing */
 	uint64_t copied, written;
+	struct stream *stream;	/* uncompressed, not in the page cache (stream.c) */
 };
 
 int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd,
@@ -209,6 +264,9 @@ int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd
  */
 int pages_fill(struct pages *pg, uint32_t idx, int fd, struct ibcr_err *e);
 void pages_close(struct pages *pg);
+/* `len` bytes of the page stream from offset `at` (region v's) into place */
+int pages_put(struct pages *pg, const struct ibcr_vma *v, uint64_t at, const uint8_t *p,
+	      uint64_t len);
 /*
  * pagehelp.c: page data of region idx from byte `from` on, into child;
  * *sum is the page_sum of what was put in.
@@ -242,6 +300,7 @@ struct job {
 	int st, exited;
 	int pages_open;
 	struct pages pages;	/* compressed images: the filler */
+	struct lazy *lazy;	/* --lazy: its fill, once the core handed it over */
 };
 
 /* shm.c: shared memory objects, made once and handed down by fork */
@@ -250,6 +309,17 @@ int shm_prepare(struct job *j, uint32_t n, const struct ibcr_sysv *sv, struct ib
 int shm_memfd(uint32_t i);
 void shm_remove_dead(const struct ibcr_sysv *sv);
 uint64_t shm_source(const struct restore *rs, const struct ibcr_vma *v);
+
+/* shm.c: region i of x's image, its saved start put at `at` */
+int region_fill_at(const struct job *x, uint32_t i, uint64_t at, struct ibcr_err *e);
+
+/* cow.c: pages shared copy-on-write with the parent, shared again by fork */
+int cow_prepare(struct job *j, uint32_t n, struct ibcr_err *e);
+int cow_build(const struct job *j, uint32_t n, uint32_t k, struct ibcr_err *e);
+/* The same in process k before it forks its children; exits on failure. */
+void cow_build_or_fail(const struct job *j, uint32_t n, uint32_t k);
+/* Where region vma was built, to be moved into place; 0: not so. */
+uint64_t cow_source(const struct restore *rs, uint32_t vma);
 
 /* sysvipc.c: SysV semaphore sets and message queues, before forking */
 int sysvipc_prepare(const struct ibcr_sysvipc *s, struct ibcr_err *e);

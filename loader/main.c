@@ -27,6 +27,10 @@
 #include "buf.h"
 #include "fdkinds.h"
 #include "loader.h"
+#include "stream.h"
+#include "lazy.h"
+#include "netlock.h"
+#include "sockopt.h"
 
 void run_child(struct restore *rs);
 
@@ -34,6 +38,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: restart-loader [-v] [--stats] [--pid-ns] [--path-map OLD=NEW]... "
 		   "[--addr-map OLD=NEW]... [--barrier CMD] [--cpu-check=enabled|in-use] IMAGE\n"
+		   "       restart-loader --unlock-net IMAGE\n"
 		   "  -v, --verbose  say what could not be done as hoped\n"
 		   "      --stats    print the restore time and peak RSS (ibcr-stats: ...)\n"
 		   "      --path-map OLD=NEW\n"
@@ -47,7 +52,18 @@ static void usage(FILE *f)
 		   "                 when unprivileged): the original PIDs without privilege\n"
 		   "      --cpu-check=in-use\n"
 		   "                 require only the CPU state the threads hold, not all the\n"
-		   "                 saving kernel enabled (a program started with a baseline)\n");
+		   "                 saving kernel enabled (a program started with a baseline)\n"
+		   "      --lazy     resume before the memory is in; the loader fills it behind\n"
+		   "                 (one process, CAP_SYS_PTRACE; else filled first, as always)\n"
+		   "      --unlock-net  restore nothing: let the packets of the image's TCP\n"
+		   "                 connections through again (their peers see them reset)\n");
+}
+
+/* After the job's last barrier: a failure now fails this node only. */
+static int tcp_go_live(const struct ibcr_files *f, const int *fds, struct ibcr_err *e)
+{
+	coord_settled();
+	return tcp_finish(f, fds, e) || tcp_replay(f, fds, e);
 }
 
 static double now_ms(void)
@@ -189,6 +205,11 @@ static int read_status(struct job *j, char *msg, size_t size)
 			serve_help(j, msg[0] == 'U');
 			continue;
 		}
+		if (msg[0] == 'L') {
+			if (lazy_serve(j, j->rs.verbose))
+				return -1;
+			continue;
+		}
 		if (msg[0] == 'C') {
 			if (read(j->status_fd, &j->child, 4) != 4)
 				return -1;
@@ -268,7 +289,7 @@ static __attribute__((noreturn)) void wait_all(struct job *j, uint32_t n)
 
 	for (uint32_t i = 0; i < n; i++)
 		if (j[i].parent < 0 && j[i].child > 0)
-			pids[roots++] = j[i].child, left++;
+			pids[roots++] = j[i].child, left += !j[i].exited;
 	signal(SIGINT, SIG_IGN);	/* terminal signals reach the processes */
 	signal(SIGQUIT, SIG_IGN);
 	init_forward(pids, roots);	/* a container's init passes them on */
@@ -370,37 +391,81 @@ static int fd_base(const struct job *j, uint32_t n)
 	return base;
 }
 
+/* UNIX queues, once the processes exist: their pids are the credentials'. */
+static int refill_unix(const struct job *j, uint32_t n, const struct ibcr_files *f,
+		       const int *fds, struct ibcr_err *e)
+{
+	int32_t *old = xcalloc(n + 1, sizeof(int32_t)), *now = xcalloc(n + 1, sizeof(int32_t));
+	struct pidmap pm = { n, old, now };
+	int rc;
+
+	for (uint32_t i = 0; i < n; i++) {
+		old[i] = j[i].ps.rec.pid;
+		now[i] = j[i].child > 0 ? j[i].child : j[i].ps.rec.pid;
+	}
+	rc = unix_refill(f, fds, &pm, e);
+	free(old);
+	free(now);
+	return rc;
+}
+
+/* --unlock-net: the image's connections are given up; their peers may go on. */
+static int unlock_net(const struct ibcr_netlock *lock, int locked, const char *image)
+{
+	struct ibcr_err e = { "" };
+
+	if (!locked) {
+		printf("%s holds no network lock\n", image);
+		return 0;
+	}
+	if (netlock_drop(lock->table, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
+	printf("%s: network lock %s removed (%u TCP connection(s) given up)\n", image,
+	       lock->table, lock->nconns);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "stats", no_argument, NULL, 'S' },
+		{ "unlock-net", no_argument, NULL, 'U' },
 		{ "path-map", required_argument, NULL, 'M' },
 		{ "addr-map", required_argument, NULL, 'A' },
 		{ "barrier", required_argument, NULL, 'B' },
 		{ "pid-ns", no_argument, NULL, 'N' },
 		{ "cpu-check", required_argument, NULL, 'C' },
+		{ "lazy", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	double start = now_ms(), t_prepared, t_filled;
-	uint64_t copied = 0, written = 0;	/* page data we put in */
+	uint64_t copied = 0, written = 0, direct = 0;	/* page data we put in, read direct */
 	struct img_reader r;
 	struct ibcr_err e = { "" };
 	struct ibcr_files files;
+	struct ibcr_sockopts sockopts;
+	struct ibcr_netlock lock;
 	struct ibcr_sysv sysv;
 	struct ibcr_sysvipc ipc;
 	struct job *j;
 	struct pathmap pm = { 0 };
 	struct addrmap am = { 0 };
 	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL, pidns = 0;
-	int cpu_in_use = 0;
+	int cpu_in_use = 0, unlock = 0, locked, lazy = 0;
 
 	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
 		if (opt == 'v')
 			verbose = 1;
 		else if (opt == 'S')
 			stats = 1;
+		else if (opt == 'U')
+			unlock = 1;
+		else if (opt == 'L')
+			lazy = 1;
 		else if (opt == 'N')
 			pidns = 1;
 		else if (opt == 'B')
@@ -442,8 +507,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
+	if (imgr_load_netlock(&r, &lock, &locked, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
+	if (unlock)
+		return unlock_net(&lock, locked, argv[optind]);
 	j = xcalloc(r.hdr.nprocs, sizeof(*j));
-	if (imgr_load_files(&r, &files, &e)) {
+	if (imgr_load_files(&r, &files, &e) ||
+	    imgr_load_sockopts(&r, files.nobjs, &sockopts, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
@@ -453,6 +525,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
+	files.sockopts = &sockopts;
 	/* checked, then made again: a conflict stops us before any change */
 	if (imgr_load_sysvipc(&r, &ipc, &e) || sysvipc_prepare(&ipc, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
@@ -476,18 +549,34 @@ int main(int argc, char **argv)
 		j[i].rs.fd_base = base;
 	}
 	tree_link(j, r.hdr.nprocs);
+	/* one process: a tree's forks and shared pages are not held yet (lazyhold.c) */
+	for (uint32_t i = 0; lazy && r.hdr.nprocs == 1 && i < r.hdr.nprocs; i++)
+		j[i].rs.lazy = 1;
+	stream_decide(j, r.hdr.nprocs, r.fd, verbose);
+	if (cow_prepare(j, r.hdr.nprocs, &e)) {
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
+		return 1;
+	}
 	t_prepared = now_ms();
 	if (tree_start(j, r.hdr.nprocs, base, verbose) || wait_ready(j, r.hdr.nprocs)) {
 		kill_all(j, r.hdr.nprocs);
 		return 1;
 	}
 	t_filled = now_ms();
-	/* every process exists: I/O signal owners, leases (before any resumes) */
-	if (fdattr_finish(j, r.hdr.nprocs, &files, obj_fds, &e)) {
+	/*
+	 * every process exists: I/O signal owners, leases (before any resumes);
+	 * UNIX queues refilled, connections go live, their packets flow again
+	 */
+	if (fdattr_finish(j, r.hdr.nprocs, &files, obj_fds, &e) ||
+	    refill_unix(j, r.hdr.nprocs, &files, obj_fds, &e) ||
+	    coord_barrier("sockets", &e) ||	/* every node's ends exist, in repair */
+	    tcp_go_live(&files, obj_fds, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		kill_all(j, r.hdr.nprocs);
 		return 1;
 	}
+	if (locked && netlock_drop(lock.table, &e))
+		fprintf(stderr, "restart-loader: %s\n", e.msg);
 	shm_remove_dead(&sysv);
 	/* the processes have them: a pipe's end held here would hide its EOF */
 	for (uint32_t i = 0; i < files.nobjs; i++)
@@ -498,9 +587,11 @@ int main(int argc, char **argv)
 			continue;
 		copied += j[i].pages.copied;
 		written += j[i].pages.written;
+		direct += stream_direct_bytes(j[i].pages.stream);
 		if (j[i].pages_open)
 			pages_close(&j[i].pages);
-		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose, &e)) {
+		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose,
+			     j[i].lazy != NULL, &e)) {
 			fprintf(stderr, "restart-loader: pid %d: %s\n", j[i].ps.rec.pid, e.msg);
 			kill_all(j, r.hdr.nprocs);
 			return 1;
@@ -517,10 +608,19 @@ int main(int argc, char **argv)
 
 		getrusage(RUSAGE_SELF, &ru);
 		fprintf(stderr, "ibcr-stats: restore_ms=%.1f prepare_ms=%.1f memory_ms=%.1f "
-			"finish_ms=%.1f peak_rss_kb=%ld uffd_kb=%llu written_kb=%llu\n",
+			"finish_ms=%.1f peak_rss_kb=%ld uffd_kb=%llu written_kb=%llu direct_kb=%llu\n",
 			now_ms() - start, t_prepared - start, t_filled - t_prepared,
 			now_ms() - t_filled, ru.ru_maxrss, (unsigned long long)copied >> 10,
-			(unsigned long long)written >> 10);
+			(unsigned long long)written >> 10, (unsigned long long)direct >> 10);
+	}
+	for (uint32_t i = 0; i < r.hdr.nprocs; i++) {
+		lazy_hold(j[i].lazy, j[i].child, &j[i].st, &j[i].exited);
+		if (stats && j[i].lazy)
+			fprintf(stderr, "ibcr-stats: lazy_fill_ms=%.1f full_ms=%.1f faults=%llu\n",
+				lazy_fill_ms(j[i].lazy), now_ms() - start,
+				(unsigned long long)lazy_faults(j[i].lazy));
+		lazy_free(j[i].lazy);
+		j[i].lazy = NULL;
 	}
 	wait_all(j, r.hdr.nprocs);
 }

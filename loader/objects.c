@@ -98,9 +98,15 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		case IBCR_FD_UNIX:
 		case IBCR_FD_INET:
 			fd = sock_open(f, i, fds, e);
+			if (fd == UNIX_LATER)
+				continue;	/* made by unix_pending */
 			break;
 		case IBCR_FD_PTS:
 			fd = pts_open(f, i, fds, e);
+			break;
+		case IBCR_FD_NETLINK:
+			e->msg[0] = 0;
+			fd = netlink_open(f, i, e);
 			break;
 		case IBCR_FD_DELETED:
 			fd = deleted_open(f, i, fds, e);
@@ -136,15 +142,13 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 					     f->paths[i], base);
 		fds[i] = high;
 	}
+	if (!rc)	/* every listener exists: their pending clients connect */
+		rc = unix_pending(f, fds, base, e);
 	for (uint32_t i = 0; i < f->nobjs && !rc; i++)
 		if (fds[i] >= 0)
 			rc = fdattr_open(f, i, fds[i], e);
-	if (!rc)
-		rc = coord_barrier("sockets", e);	/* on every node of a job */
-	if (!rc) {
-		coord_settled();
-		rc = tcp_finish(f, fds, e);	/* every end exists now */
-	}
+	if (!rc)	/* every UDP sender exists */
+		rc = udp_refill(f, fds, e);
 	*out = fds;
 	return rc;
 }

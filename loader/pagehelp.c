@@ -39,7 +39,7 @@ int pages_write(struct pages *pg, uint64_t addr, const uint8_t *p, size_t k)
 	if (process_vm_writev(pg->child, &local, 1, &remote, 1, 0) != (ssize_t)k &&
 	    pwrite(pg->memfd, p, k, (off_t)addr) != (ssize_t)k)
 		return -1;
-	pg->written += k;
+	__atomic_add_fetch(&pg->written, k, __ATOMIC_RELAXED);	/* stream.c: by several */
 	return 0;
 }
 

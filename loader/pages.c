@@ -22,7 +22,7 @@
 #include "crc32c.h"
 #include "xxh64.h"
 #include "loader.h"
-
+#include "stream.h"
 
 /*
  * Blocks are decoded ahead by worker threads, one per CPU, into a ring
@@ -183,14 +183,14 @@ static int put_piece(struct pages *pg, uint64_t addr, const uint8_t *p, uint64_t
 	 * already there is an error like any other.
 	 */
 	done = uffd_copy(pg->ufd, addr, (uint64_t)(uintptr_t)p, k);
-	pg->copied += done > 0 ? (uint64_t)done : 0;
+	__atomic_add_fetch(&pg->copied, done > 0 ? (uint64_t)done : 0, __ATOMIC_RELAXED);
 	if (done >= 0 && (uint64_t)done < k)
 		errno = EEXIST;
 	return (uint64_t)done == k ? 0 : -1;
 }
 
 /* Writes `len` stream bytes at stream offset `at` to their addresses. */
-static int put(struct pages *pg, const struct ibcr_vma *v, uint64_t at,
+int pages_put(struct pages *pg, const struct ibcr_vma *v, uint64_t at,
 	       const uint8_t *p, uint64_t len)
 {
 	const struct ibcr_process_state *ps = pg->ps;
@@ -217,6 +217,69 @@ static int put(struct pages *pg, const struct ibcr_vma *v, uint64_t at,
 
 static int fill_region(struct pages *pg, uint32_t idx, struct ibcr_err *e);
 
+static int stream_put(void *ctx, uint32_t region, uint64_t off, const uint8_t *p,
+		      uint64_t len)
+{
+	struct pages *pg = ctx;
+
+	return pages_put(pg, &pg->ps->vmas[region], off - pg->ps->pages_off, p, len);
+}
+
+/*
+ * The regions the core will ask us to fill, in stream order: those with
+ * data of their own that were not built before the fork (cow.c) nor are
+ * shared memory (shm.c). A wrong guess costs a read, not a wrong page:
+ * the stream reads a region it was not told of when it is asked for it.
+ */
+static struct stream *open_stream(struct pages *pg, struct ibcr_err *e)
+{
+	const struct ibcr_process_state *ps = pg->ps;
+	struct stream_ext *ext = xcalloc(ps->nvmas + 1, sizeof(*ext));
+	struct stream_sink sink = { stream_put, pg };
+	struct stream *s;
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < ps->nvmas; i++) {
+		const struct ibcr_vma *v = &ps->vmas[i];
+
+		if (v->data_len && (v->kind == IBCR_VMA_ANON || v->kind == IBCR_VMA_FILE) &&
+		    !(v->flags & (IBCR_VMAF_COW | IBCR_VMAF_COWSRC)))
+			ext[n++] = (struct stream_ext){ ps->pages_off + v->data_off, v->data_len, i };
+	}
+	s = stream_open(pg->img_fd, ext, n, 1, &sink, e);
+	free(ext);
+	return s;
+}
+
+/*
+ * An uncompressed region that the page cache does not hold (stream.c
+ * decides): read, summed and put in by the stream's threads, the sum
+ * checked before we answer.
+ */
+static int stream_fill(struct pages *pg, uint32_t idx, struct ibcr_err *e)
+{
+	const struct ibcr_process_state *ps = pg->ps;
+	const struct ibcr_vma *v = &ps->vmas[idx];
+	struct stream_ext x = { ps->pages_off + v->data_off, v->data_len, idx };
+	uint32_t crc = 0;
+	int err;
+
+	if (!pg->stream && !(pg->stream = open_stream(pg, e)))
+		return -1;
+	err = stream_region(pg->stream, &x, &crc);
+	if (err)
+		return ibcr_fail_errno(e, err, "image %s: region %#llx-%#llx (%s): reading it "
+				       "or putting it into the restored process", pg->path,
+				       (unsigned long long)v->start, (unsigned long long)v->end,
+				       ps->vma_names[idx]);
+	if (crc != v->data_crc)
+		return ibcr_fail(e, "image %s: region %#llx-%#llx (%s): page data is corrupt "
+				 "(checksum mismatch); nothing was resumed", pg->path,
+				 (unsigned long long)v->start, (unsigned long long)v->end,
+				 ps->vma_names[idx]);
+	return 0;
+}
+
 int pages_fill(struct pages *pg, uint32_t idx, int fd, struct ibcr_err *e)
 {
 	int rc;
@@ -228,9 +291,13 @@ int pages_fill(struct pages *pg, uint32_t idx, int fd, struct ibcr_err *e)
 		if (pg->ufd < 0)
 			return 1;
 	}
-	start_workers(pg);
-	rc = fill_region(pg, idx, e);
-	stop_workers(pg);
+	if (!pg->ps->nblocks) {
+		rc = stream_fill(pg, idx, e);
+	} else {
+		start_workers(pg);
+		rc = fill_region(pg, idx, e);
+		stop_workers(pg);
+	}
 	if (pg->ufd >= 0)
 		close(pg->ufd);
 	pg->ufd = -1;
@@ -269,7 +336,7 @@ static int fill_region(struct pages *pg, uint32_t idx, struct ibcr_err *e)
 		len = (b->raw_len - from < end - at) ? b->raw_len - from : end - at;
 		crc = page_sum(crc, s->raw + from, len, (size_t)getpagesize(),
 			       (at - v->data_off) / (uint64_t)getpagesize());
-		if (put(pg, v, at, s->raw + from, len))
+		if (pages_put(pg, v, at, s->raw + from, len))
 			return ibcr_fail_errno(e, errno, "writing region %#llx-%#llx (%s) into "
 					       "the restored process",
 					       (unsigned long long)v->start,
@@ -332,6 +399,7 @@ void pages_close(struct pages *pg)
 	}
 	free(pg->slot);
 	free(pg->help_buf);
+	stream_close(pg->stream);
 	if (pg->memfd >= 0)
 		close(pg->memfd);
 	memset(pg, 0, sizeof(*pg));

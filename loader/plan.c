@@ -15,6 +15,7 @@
 
 #include "arch.h"
 #include "buf.h"
+#include "lazy.h"
 #include "loader.h"
 #include "procfs.h"
 #include "sigframe.h"
@@ -82,8 +83,9 @@ static size_t hole_size(const struct restore *rs, size_t pg)
 	}
 	n += sizeof(((struct ibcr_proc *)0)->auxv) + IBCR_NSIG * sizeof(struct ibcr_sigaction);
 	n += (rs->nshm + 1) * sizeof(struct plan_range);	/* plan_shm */
-	/* plan_unmap: what it keeps (hole, specials, shm objects) and the gaps */
-	n += 2 * (3 + ps->nvmas + rs->nshm) * sizeof(struct plan_range);
+	/* plan_unmap: what it keeps (hole, specials, shm objects, the places */
+	/* cow.c built regions at) and the gaps */
+	n += 2 * (3 + 2 * (size_t)ps->nvmas + rs->nshm) * sizeof(struct plan_range);
 	n += creds_plan_size(rs);
 	for (uint32_t i = 0; i < rs->npokes; i++)
 		n += sizeof(struct plan_poke) + rs->pokes[i].len + PAD;
@@ -153,7 +155,7 @@ static int cmp_range(const void *x, const void *y)
  */
 static void plan_unmap(struct plan *p, struct arena *a, const struct restore *rs)
 {
-	size_t nk = 0, max = 2 + p->nspecial + rs->nshm;
+	size_t nk = 0, max = 2 + p->nspecial + rs->nshm + rs->ps->nvmas;
 	struct plan_range *keep = xmalloc(sizeof(*keep) * max);
 	struct plan_range *r = take(a, sizeof(*r) * (max + 1), 8);
 	uint64_t at = 0;
@@ -165,6 +167,11 @@ static void plan_unmap(struct plan *p, struct arena *a, const struct restore *rs
 	for (uint32_t i = 0; i < rs->nshm; i++)
 		keep[nk++] = (struct plan_range){ rs->shm[i].addr,
 						  rs->shm[i].addr + rs->shm[i].size };
+	for (uint32_t i = 0; i < rs->ps->nvmas; i++)
+		if (cow_source(rs, i))	/* built before the fork, moved into place */
+			keep[nk++] = (struct plan_range){ cow_source(rs, i), cow_source(rs, i) +
+							  rs->ps->vmas[i].end -
+							  rs->ps->vmas[i].start };
 	qsort(keep, nk, sizeof(keep[0]), cmp_range);
 	p->unmap = r;
 	for (size_t i = 0; i < nk; i++) {
@@ -190,12 +197,16 @@ static void plan_vmas(struct plan *p, struct arena *a, struct restore *rs)
 
 		pv[i] = (struct plan_vma){
 			.start = v->start, .end = v->end, .pgoff = v->pgoff,
-			.prot = v->prot, .flags = v->flags, .kind = v->kind,
+			.prot = v->prot, .kind = v->kind,
+			/* how it was built is no flag of the region's (could_merge) */
+			.flags = v->flags & ~(uint32_t)(IBCR_VMAF_COW | IBCR_VMAF_COWSRC),
+			.cow_src = cow_source(rs, i),
 			.madv = v->madv, .fd = rs->map_fds[i], .data_crc = v->data_crc,
 			.shm_src = shm_source(rs, v),
 			.runs = runs + v->run0, .nruns = v->nruns,
 			.data_off = ps->pages_off + v->data_off, .data_len = v->data_len,
 			.name = take_str(a, ps->vma_names[i]),
+			.lazy = (uint32_t)lazy_region(rs, i),
 		};
 	}
 	p->vmas = pv;
@@ -348,8 +359,9 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	p->control_fd = rs->control_fd;
 	p->flags = (rs->exact_pid ? PLAN_EXACT_TIDS : 0) |
 		   (trace_on() ? PLAN_TRACE : 0) |
-		   (rs->ps->nblocks ? PLAN_FILL_BY_LOADER : 0) |
-		   (getenv("IBCR_NO_UFFD") ? PLAN_NO_UFFD : 0);
+		   (rs->ps->nblocks || rs->stream_fill ? PLAN_FILL_BY_LOADER : 0) |
+		   (getenv("IBCR_NO_UFFD") ? PLAN_NO_UFFD : 0) |
+		   (rs->lazy ? PLAN_LAZY : 0);
 	p->image_path = take_str(&a, rs->r->path);
 	p->bounce_len = BOUNCE;
 	p->bounce = take(&a, BOUNCE, 64);

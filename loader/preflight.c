@@ -43,6 +43,29 @@ int preflight_files(const struct ibcr_files *f, struct ibcr_err *e)
 	return 0;
 }
 
+/* Every deleted file the process has can be made again under its name. */
+static int check_deleted_names(const struct restore *rs, struct ibcr_err *e)
+{
+	const struct ibcr_process_state *ps = rs->ps;
+	const struct ibcr_files *f = rs->files;
+
+	for (uint32_t i = 0; i < ps->nvmas; i++) {
+		long k = (ps->vmas[i].flags & IBCR_VMAF_OBJFILE) ? objfile_of(f, &ps->vmas[i]) : -1;
+
+		if (k >= 0 && f->objs[k].kind == IBCR_FD_DELETED &&
+		    deleted_name_free(f, (uint32_t)k, "mapped", e))
+			return -1;
+	}
+	for (uint32_t i = 0; i < ps->nfds; i++) {
+		uint32_t k = ps->fds[i].obj;
+
+		if (f->objs[k].kind == IBCR_FD_DELETED && !f->attrs[k].same_file &&
+		    deleted_name_free(f, k, "had open", e))
+			return -1;
+	}
+	return 0;
+}
+
 static int cwd_removed(const struct ibcr_process_state *ps, const struct ibcr_files *f)
 {
 	size_t n = strlen(ps->cwd), k = strlen(" (deleted)");
@@ -65,7 +88,7 @@ int preflight(struct restore *rs, struct ibcr_err *e)
 	if (!cwd_removed(ps, rs->files) && (stat(ps->cwd, &st) || !S_ISDIR(st.st_mode)))
 		return ibcr_fail(e, "working directory %s does not exist", ps->cwd);
 	if (ibcr_check_fds(ps, rs->files, e) || external_preflight(rs, e) ||
-	    backing_check(rs, e) || vdso_preflight(rs, e) ||
+	    backing_check(rs, e) || check_deleted_names(rs, e) || vdso_preflight(rs, e) ||
 	    verbs_preflight(ps, e) || attrs_preflight(rs, e))
 		return -1;
 	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {

@@ -27,6 +27,10 @@
 #include "fdkinds.h"
 #include "loader.h"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23	/* Linux 5.14; older kernels say EINVAL, ignored */
+#endif
+
 static int is_shared_obj(const struct ibcr_vma *v)
 {
 	return v->kind == IBCR_VMA_SHMEM;
@@ -250,20 +254,22 @@ static struct shm_obj *find(struct shm_obj *o, uint32_t n, const struct ibcr_vma
 	return NULL;
 }
 
-/* Reads one region's data from an uncompressed image into the object. */
+/* Reads one region's data from an uncompressed image, v->start at `at`. */
 static int fill_raw(int img_fd, const struct ibcr_process_state *ps, uint32_t i,
-		    uint8_t *obj, const char *path, struct ibcr_err *e)
+		    uint8_t *at, const char *path, struct ibcr_err *e)
 {
 	const struct ibcr_vma *v = &ps->vmas[i];
 	uint64_t off = ps->pages_off + v->data_off, pg = (uint64_t)getpagesize();
 	uint32_t crc = 0;
 
 	for (uint64_t r = v->run0; r < v->run0 + v->nruns; r++) {
-		uint8_t *to = obj + v->pgoff + (ps->runs[r].addr - v->start);
+		uint8_t *to = at + (ps->runs[r].addr - v->start);
 		uint64_t len = ps->runs[r].npages * pg;
 
+		/* populated in one call: much faster than faulting page by page */
+		madvise(to, len, MADV_POPULATE_WRITE);
 		if (pread(img_fd, to, len, (off_t)off) != (ssize_t)len)
-			return ibcr_fail_errno(e, errno, "image %s: reading shared region "
+			return ibcr_fail_errno(e, errno, "image %s: reading region "
 					       "%#llx-%#llx", path,
 					       (unsigned long long)v->start,
 					       (unsigned long long)v->end);
@@ -271,30 +277,34 @@ static int fill_raw(int img_fd, const struct ibcr_process_state *ps, uint32_t i,
 		off += len;
 	}
 	if (crc != v->data_crc)
-		return ibcr_fail(e, "image %s: shared region %#llx-%#llx (%s): page data "
+		return ibcr_fail(e, "image %s: region %#llx-%#llx (%s): page data "
 				 "is corrupt (checksum mismatch)", path,
 				 (unsigned long long)v->start, (unsigned long long)v->end,
 				 ps->vma_names[i]);
 	return 0;
 }
 
-static int fill(struct job *j, uint32_t k, uint32_t i, const struct shm_obj *o,
-		struct ibcr_err *e)
+int region_fill_at(const struct job *x, uint32_t i, uint64_t at, struct ibcr_err *e)
 {
-	const struct ibcr_process_state *ps = &j[k].ps;
+	const struct ibcr_process_state *ps = &x->ps;
 	struct pages pg;
 	int rc;
 
 	if (!ps->nblocks)
-		return fill_raw(j[k].rs.r->fd, ps, i, (uint8_t *)(uintptr_t)o->addr,
-				j[k].rs.r->path, e);
-	/* compressed: the filler writes our own memory, shifted to the object */
-	if (pages_open(&pg, ps, j[k].rs.r->fd, j[k].rs.r->path, getpid(), e))
+		return fill_raw(x->rs.r->fd, ps, i, (uint8_t *)(uintptr_t)at, x->rs.r->path, e);
+	/* compressed: the filler writes our own memory, shifted to `at` */
+	if (pages_open(&pg, ps, x->rs.r->fd, x->rs.r->path, getpid(), e))
 		return -1;
-	pg.delta = (int64_t)(o->addr + ps->vmas[i].pgoff) - (int64_t)ps->vmas[i].start;
+	pg.delta = (int64_t)at - (int64_t)ps->vmas[i].start;
 	rc = pages_fill(&pg, i, -1, e);
 	pages_close(&pg);
 	return rc;
+}
+
+static int fill(struct job *j, uint32_t k, uint32_t i, const struct shm_obj *o,
+		struct ibcr_err *e)
+{
+	return region_fill_at(&j[k], i, o->addr + j[k].ps.vmas[i].pgoff, e);
 }
 
 static void object_sizes(struct job *j, uint32_t n, const struct ibcr_sysv *sv,

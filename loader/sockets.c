@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * Sockets, opened by the loader with the other file objects: a UNIX pair
- * is made once, both ends, with what waited in each end written back
- * from the other (a gone peer's end is closed afterwards); listeners are
- * bound and listen again (a stale UNIX socket file left by the killed
- * process is replaced, a live one is not); bound and datagram sockets are
- * bound and reconnected by name; a TCP connection given up at checkpoint
- * (--tcp-close) is a fresh socket, unconnected.
+ * Sockets, opened by the loader with the other file objects: UNIX ones
+ * by unix.c; TCP and UDP ones here: listeners and bound sockets are bound
+ * (and listen) again, datagram sockets reconnected, connections taken
+ * over by tcp.c, a TCP connection given up at checkpoint (--tcp-close)
+ * is a fresh socket, unconnected.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -24,157 +22,6 @@
 #include "sockdiag.h"
 
 #define STATUS_FLAGS (O_NONBLOCK | O_ASYNC)
-
-static socklen_t unix_addr(const char *name, struct sockaddr_un *a)
-{
-	size_t n = strlen(name);
-
-	memset(a, 0, sizeof(*a));
-	a->sun_family = AF_UNIX;
-	if (n >= sizeof(a->sun_path))
-		n = sizeof(a->sun_path) - 1;
-	memcpy(a->sun_path, name, n);
-	if (name[0] == '@')
-		a->sun_path[0] = 0;	/* abstract */
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + (name[0] != '@'));
-}
-
-/* Binds to `name`; a socket file nobody listens on any more is replaced. */
-static int bind_unix(int s, const char *name, struct ibcr_err *e)
-{
-	struct sockaddr_un a;
-	socklen_t len = unix_addr(name, &a);
-
-	if (bind(s, (struct sockaddr *)&a, len) == 0)
-		return 0;
-	if (errno == EADDRINUSE && name[0] == '/') {
-		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		int live = probe >= 0 && connect(probe, (struct sockaddr *)&a, len) == 0;
-
-		if (probe >= 0)
-			close(probe);
-		if (!live && !unlink(name) && bind(s, (struct sockaddr *)&a, len) == 0)
-			return 0;
-	}
-	return ibcr_fail_errno(e, errno, "binding UNIX socket %s", name);
-}
-
-/* Data: u32 length, the peer's name; then the queue (see image.h). */
-static const uint8_t *peer_name(const struct ibcr_files *f, uint32_t i, const char **name)
-{
-	const uint8_t *d = f->data[i];
-	uint32_t len;
-
-	*name = "";
-	if (!d || f->objs[i].data_len < 4)
-		return d;
-	memcpy(&len, d, 4);
-	if (len > f->objs[i].data_len - 4)
-		return d + 4;
-	*name = (const char *)d + 4;
-	return d + 4 + len;
-}
-
-/* What waited in object i's receive queue, sent from the other end. */
-static int refill(const struct ibcr_files *f, uint32_t i, int from, struct ibcr_err *e)
-{
-	const char *ignored;
-	const uint8_t *q = peer_name(f, i, &ignored), *end;
-	int type = (int)(f->objs[i].aux[1] & 0xff);
-
-	if (!q)
-		return 0;
-	end = f->data[i] + f->objs[i].data_len;
-	while (q < end) {
-		uint32_t len = (uint32_t)(end - q);
-
-		if (type != SOCK_STREAM) {
-			memcpy(&len, q, 4);
-			q += 4;
-		}
-		if (len > (uint64_t)(end - q) || send(from, q, len, MSG_DONTWAIT) != (ssize_t)len)
-			return ibcr_fail_errno(e, errno, "socket %s: putting back its %u bytes",
-					       f->paths[i], len);
-		q += len;
-	}
-	return 0;
-}
-
-static long peer_index(const struct ibcr_files *f, uint32_t i)
-{
-	for (uint32_t k = 0; k < f->nobjs; k++)
-		if (k != i && f->objs[k].kind == IBCR_FD_UNIX &&
-		    f->objs[k].aux[0] == f->objs[i].aux[2])
-			return k;
-	return -1;
-}
-
-static int unix_pair(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e)
-{
-	int type = (int)(f->objs[i].aux[1] & 0xff), sv[2];
-	long p = peer_index(f, i);
-
-	if (fds[i] >= 0)
-		return fds[i];	/* made with its peer, which came first */
-	if (socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv))
-		return ibcr_fail_errno(e, errno, "creating a UNIX socket pair");
-	if (refill(f, i, sv[1], e) || (p >= 0 && refill(f, (uint32_t)p, sv[0], e)))
-		return -1;
-	if (p >= 0)
-		fds[p] = sv[1];	/* picked up when the loop reaches it */
-	else
-		close(sv[1]);	/* its peer was gone at checkpoint */
-	return sv[0];
-}
-
-static int unix_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e)
-{
-	const struct ibcr_fobj *o = &f->objs[i];
-	int type = (int)(o->aux[1] & 0xff), role = (int)((o->aux[1] >> 8) & 0xff), s;
-	const char *peer;
-
-	if (role == IBCR_SOCK_PAIR)
-		return unix_pair(f, i, fds, e);
-	s = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return ibcr_fail_errno(e, errno, "creating a UNIX socket");
-	if (f->paths[i][0] && bind_unix(s, f->paths[i], e))
-		goto fail;
-	if (role == IBCR_SOCK_LISTEN && listen(s, o->aux[3] ? (int)o->aux[3] : 128)) {
-		ibcr_fail_errno(e, errno, "listening on %s", f->paths[i]);
-		goto fail;
-	}
-	peer_name(f, i, &peer);
-	if (role == IBCR_SOCK_BOUND && peer[0]) {
-		struct sockaddr_un a;
-		socklen_t len = unix_addr(peer, &a);
-
-		if (connect(s, (struct sockaddr *)&a, len)) {
-			ibcr_fail_errno(e, errno, "reconnecting a datagram socket to %s", peer);
-			goto fail;
-		}
-	}
-	return s;
-fail:
-	close(s);
-	return -1;
-}
-
-static void set_options(int s, uint32_t bits)
-{
-	int one = 1;
-
-	if (bits & IBCR_SOCKOPT_REUSEADDR)
-		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bits & IBCR_SOCKOPT_REUSEPORT)
-		setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-	if (bits & IBCR_SOCKOPT_KEEPALIVE)
-		setsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-	if (bits & IBCR_SOCKOPT_NODELAY)
-		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (bits & IBCR_SOCKOPT_V6ONLY)
-		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-}
 
 /*
  * The port was the process's; connections that it or others closed since
@@ -203,18 +50,23 @@ static int inet_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 	struct sockaddr_in6 addr[2];
 	socklen_t len = family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(addr[0]);
 
-	if (o->data_len < sizeof(addr) || (o->data_len != sizeof(addr) && role != IBCR_SOCK_REPAIR))
+	if (o->data_len < sizeof(addr) ||
+	    (o->data_len != sizeof(addr) && role != IBCR_SOCK_REPAIR && type != SOCK_DGRAM))
 		return ibcr_fail(e, "socket object %u is malformed", i);
 	memcpy(addr, f->data[i], sizeof(addr));
-	s = socket(family, type | SOCK_CLOEXEC, 0);
+	s = socket(family, type | SOCK_CLOEXEC, (int)((o->aux[1] >> 24) & 0xff));
 	if (s < 0)
 		return ibcr_fail_errno(e, errno, "creating a socket (family %d)", family);
+	/* before repair mode, which forces SO_REUSEADDR on and must keep it so to bind */
+	if (sockopt_apply(s, i, f, 0, e)) {
+		close(s);
+		return -1;
+	}
 	if (role == IBCR_SOCK_REPAIR && tcp_repair_on(s)) {
 		close(s);
 		return ibcr_fail_errno(e, errno, "TCP connection on port %u: repair mode (needs "
 				       "CAP_NET_ADMIN)", ntohs(addr[0].sin6_port));
 	}
-	set_options(s, (uint32_t)o->aux[3]);
 	if (role == IBCR_SOCK_LISTEN || role == IBCR_SOCK_BOUND || role == IBCR_SOCK_REPAIR) {
 		if (bind_port(s, type, &addr[0], len)) {
 			char host[INET6_ADDRSTRLEN] = "?";
@@ -249,6 +101,17 @@ static int inet_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 		close(s);
 		return -1;
 	}
+	if (sockopt_apply(s, i, f, 1, e)) {
+		close(s);
+		return -1;
+	}
+	/* shut down by the program (a connection's own are replayed by tcp.c) */
+	if (role != IBCR_SOCK_LISTEN && role != IBCR_SOCK_REPAIR && (o->aux[3] & 3) &&
+	    shutdown(s, (int)(o->aux[3] & 3) - 1) && errno != ENOTCONN) {
+		ibcr_fail_errno(e, errno, "socket %s: shutdown", f->paths[i]);
+		close(s);
+		return -1;
+	}
 	return s;
 }
 
@@ -256,6 +119,8 @@ int sock_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err 
 {
 	int s = f->objs[i].kind == IBCR_FD_UNIX ? unix_open(f, i, fds, e) : inet_open(f, i, e);
 
+	if (s == UNIX_LATER)
+		return s;
 	if (s >= 0 && fcntl(s, F_SETFL, f->objs[i].flags & STATUS_FLAGS) < 0) {
 		close(s);
 		return ibcr_fail_errno(e, errno, "socket %s: setting its flags", f->paths[i]);

@@ -90,6 +90,20 @@ int tcp_repair_on(int s)
 	return set(s, TCP_REPAIR, &on, sizeof(on));
 }
 
+/*
+ * Room for what the queues held: the kernel takes no more into a queue
+ * than its buffer size, and a restored connection starts with a small
+ * one. Raised past the limits (FORCE, CAP_NET_ADMIN as repair mode
+ * itself), and put back as saved once the queues are refilled and the
+ * unsent bytes handed over (sockopt_buffers).
+ */
+static int room(int s, int opt, uint32_t bytes)
+{
+	int v = (int)(bytes < (1u << 29) ? bytes : 1u << 29) + (256 << 10);
+
+	return bytes ? setsockopt(s, SOL_SOCKET, opt, &v, sizeof(v)) : 0;
+}
+
 /* The connection's state, on socket s in repair mode, bound, not connected. */
 int tcp_restore(int s, const uint8_t *data, uint64_t len, const struct sockaddr *peer,
 		socklen_t plen)
@@ -103,8 +117,13 @@ int tcp_restore(int s, const uint8_t *data, uint64_t len, const struct sockaddr 
 	outq = inq + t.inq;
 	if (len != sizeof(t) + (uint64_t)t.inq + t.outq || t.unsent > t.outq)
 		return errno = EINVAL, -1;
+	/* connecting: its SYN is sent again, by tcp_replay, with the same number */
+	if (t.state == IBCR_TCP_SYN_SENT)
+		return set_seq(s, QUEUE_SEND, t.snd_seq) ||
+		       set(s, TCP_TIMESTAMP, &t.timestamp, sizeof(t.timestamp)) ? -1 : 0;
 	if (set_seq(s, QUEUE_SEND, t.snd_seq - t.outq) ||
 	    set_seq(s, QUEUE_RECV, t.rcv_seq - t.inq) || connect(s, peer, plen) ||
+	    room(s, SO_RCVBUFFORCE, t.inq) || room(s, SO_SNDBUFFORCE, t.outq) ||
 	    set_options(s, &t) || set(s, TCP_TIMESTAMP, &t.timestamp, sizeof(t.timestamp)) ||
 	    fill_queue(s, QUEUE_RECV, inq, t.inq) ||
 	    fill_queue(s, QUEUE_SEND, outq, t.outq - t.unsent) || set_window(s, &t))
@@ -138,12 +157,23 @@ int tcp_finish(const struct ibcr_files *f, const int *fds, struct ibcr_err *e)
 		    fds[i] < 0)
 			continue;
 		memcpy(&t, d, sizeof(t));
+		if (tcp_fin_in_repair(fds[i], &t))
+			return ibcr_fail_errno(e, errno, "TCP connection %s: putting back the end "
+					       "it had sent", f->paths[i]);
 		if (set(fds[i], TCP_REPAIR, &off, sizeof(off)))
 			return ibcr_fail_errno(e, errno, "TCP connection %s: leaving repair mode",
 					       f->paths[i]);
+		if (sockopt_after_repair(fds[i], i, f, e))
+			return -1;
 		if (send_unsent(fds[i], d + sizeof(t) + t.inq + (t.outq - t.unsent), t.unsent))
 			return ibcr_fail_errno(e, errno, "TCP connection %s: sending the %u bytes "
 					       "it had not sent yet", f->paths[i], t.unsent);
+		if (tcp_fin_after_data(fds[i], &t))
+			return ibcr_fail_errno(e, errno, "TCP connection %s: its end, after the "
+					       "bytes not sent yet", f->paths[i]);
+		if ((t.inq || t.outq) && sockopt_buffers(fds[i], i, f, e))
+			return -1;
 	}
 	return 0;
 }
+

@@ -179,6 +179,16 @@ static void fork_child(struct job *j, uint32_t n, uint32_t c, pid_t loader_pgid,
 			;
 }
 
+/*
+ * A root that led a session without a terminal (a daemon) leads one
+ * again: in the loader's, the terminal's signals would reach it. Any
+ * other root joins the loader's group, the terminal's foreground.
+ */
+static int daemon_root(const struct ibcr_proc *r)
+{
+	return r->sid == r->pid && (r->flags & IBCR_PROCF_NOTTY);
+}
+
 static __attribute__((noreturn)) void run_process(struct job *j, uint32_t n, uint32_t i,
 						  pid_t loader_pgid, int verbose)
 {
@@ -188,9 +198,13 @@ static __attribute__((noreturn)) void run_process(struct job *j, uint32_t n, uin
 	group_wait_placed(&j[i].rs);	/* sharing a table: once it is placed */
 	if (j[i].parent >= 0)
 		set_groups(j, i, loader_pgid, verbose);
+	else if (daemon_root(&j[i].ps.rec) && setsid() < 0 && verbose)
+		fprintf(stderr, "restart-loader: pid %d: could not make its session again (%s)\n",
+			(int)j[i].ps.rec.pid, strerror(errno));
 	/* a session's terminal before its members: they get it when forked */
 	if (pty_ctty_take(&j[i].rs, &e))
 		child_fail(j[i].rs.status_fd, &e);
+	cow_build_or_fail(j, n, i);	/* before the children inherit it */
 	/* group leaders first: the others may join their groups */
 	for (int pass = 0; pass < 2; pass++)
 		for (uint32_t c = 0; c < n; c++)

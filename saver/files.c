@@ -284,6 +284,16 @@ static int capture_fd(struct target *t, struct fobjs *o, int fd, struct ibcr_fd 
 	       fdattr_capture(t->pid, fd, o, r->obj, e) ? -1 : 0;
 }
 
+int files_add_held(struct fobjs *o, int fd, uint32_t *obj, struct ibcr_err *e)
+{
+	struct target self = { .pid = getpid(), .memfd = -1 };
+	struct ibcr_fd r = { 0 };
+	int rc = capture_fd(&self, o, fd, &r, e);
+
+	*obj = r.obj;
+	return rc ? -1 : 0;
+}
+
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e)
 {
 	struct ibcr_process_state *ps = &t->ps;
@@ -381,6 +391,38 @@ static int in_image(const struct target *t, uint32_t n, pid_t pid)
  * closed. A named pipe held outside would be joined again at restore
  * with the bytes still in it.
  */
+void walk_outside(const struct target *t, uint32_t n, const char *kind,
+		  int (*fn)(void *arg, pid_t pid, uint64_t ino), void *arg)
+{
+	char path[300], link[64];
+	size_t klen = strlen(kind);
+	struct dirent *p, *f;
+	DIR *procs = opendir("/proc"), *fds;
+	int stop = 0;
+
+	while (procs && !stop && (p = readdir(procs))) {
+		pid_t pid = (pid_t)atoi(p->d_name);
+
+		if (pid <= 0 || pid == getpid() || in_image(t, n, pid))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+		if (!(fds = opendir(path)))
+			continue;
+		while (!stop && (f = readdir(fds))) {
+			ssize_t k;
+
+			snprintf(path, sizeof(path), "/proc/%d/fd/%s", (int)pid, f->d_name);
+			k = readlink(path, link, sizeof(link) - 1);
+			if (k > (ssize_t)klen + 2 && (link[k] = 0, !strncmp(link, kind, klen)) &&
+			    link[klen] == ':' && link[klen + 1] == '[')
+				stop = fn(arg, pid, strtoull(link + klen + 2, NULL, 10));
+		}
+		closedir(fds);
+	}
+	if (procs)
+		closedir(procs);
+}
+
 static int held_outside(const struct target *t, uint32_t n, const struct fobjs *o, uint32_t i)
 {
 	const struct ibcr_fobj *ob = &o->f.objs[i];
@@ -525,7 +567,8 @@ static int pipe_settle(const struct target *t, uint32_t n, struct fobjs *o, uint
  */
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e)
 {
-	if (fdtable_share(t, n, e) || sockets_finish(o, e) || delmap_finish(t, n, o, e))
+	if (fdtable_share(t, n, e) || sockets_finish(o, e) || net_precheck(t, n, o, e) ||
+	    delmap_finish(t, n, o, e))
 		return -1;
 	for (uint32_t i = 0; i < o->f.nobjs; i++)
 		if (pipe_settle(t, n, o, i, e))

@@ -21,7 +21,6 @@
 #include "ptrace_util.h"
 #include "saver.h"
 
-#define SCRATCH_SIZE 8192
 
 int read_target(struct target *t, uint64_t addr, void *buf, size_t len,
 		struct ibcr_err *e)
@@ -106,57 +105,6 @@ int inject_call(struct target *t, uint32_t thread, long nr, uint64_t a0, uint64_
 	return inject(t, thread, nr, a0, a1, a2, a3, ret, e);
 }
 
-static int read_sigactions(struct target *t, uint64_t scratch, struct ibcr_err *e)
-{
-	for (int sig = 1; sig <= IBCR_NSIG; sig++) {
-		struct ibcr_sigaction *sa = &t->ps.sigact[sig - 1];
-
-		if (sig == 9 || sig == 19)	/* SIGKILL, SIGSTOP: always default */
-			continue;
-		if (inject(t, 0, SYS_rt_sigaction, (uint64_t)sig, 0, scratch, 8, NULL, e) ||
-		    read_target(t, scratch, sa, sizeof(*sa), e))
-			return -1;
-	}
-	return 0;
-}
-
-static int read_thread_bits(struct target *t, uint32_t i, uint64_t scratch,
-			    struct ibcr_err *e)
-{
-	struct ibcr_thread *rec = &t->ps.threads[i].rec;
-	struct {
-		uint64_t sp;
-		int32_t flags, pad;
-		uint64_t size;
-	} ss;
-	uint64_t ctid = 0;
-	int32_t cached = 0;
-	long bits;
-
-	if (inject(t, i, SYS_sigaltstack, 0, scratch, 0, 0, NULL, e) ||
-	    read_target(t, scratch, &ss, sizeof(ss), e))
-		return -1;
-	rec->altstack_sp = ss.sp;
-	rec->altstack_flags = (uint32_t)ss.flags;
-	rec->altstack_size = ss.size;
-	if (inject(t, i, SYS_prctl, PR_GET_TID_ADDRESS, scratch, 0, 0, NULL, e) ||
-	    read_target(t, scratch, &ctid, sizeof(ctid), e))
-		return -1;
-	rec->clear_child_tid = ctid;
-	/* securebits are per thread, and nowhere in /proc */
-	if (inject(t, i, SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, &bits, e))
-		return -1;
-	if (bits < 0)
-		return ibcr_fail(e, "pid %d thread %d: PR_GET_SECUREBITS inside the process: %s",
-				 (int)t->pid, t->tids[i], strerror((int)-bits));
-	t->ps.priv.creds[i].securebits = (uint32_t)bits;
-	/* glibc keeps the TID there, musl a lock word: write it back only if cached. */
-	if (ctid && !read_target(t, ctid, &cached, sizeof(cached), e) &&
-	    cached == t->tids[i])
-		rec->ctid_mode = IBCR_CTID_CACHE;
-	return 0;
-}
-
 static int read_process_bits(struct target *t, uint64_t scratch, struct ibcr_err *e)
 {
 	long brk, dumpable;
@@ -195,12 +143,11 @@ int capture_injected(struct target *t, struct ibcr_err *e)
 	if (scratch < 0 && scratch > -4096)
 		return ibcr_fail(e, "pid %d: mapping a scratch page inside it: %s",
 				 (int)t->pid, strerror((int)-scratch));
-	if (read_sigactions(t, (uint64_t)scratch, e) ||
-	    read_process_bits(t, (uint64_t)scratch, e))
+	/* injectall.c: in every thread at once */
+	if (read_sigactions_all(t, (uint64_t)scratch, e) ||
+	    read_process_bits(t, (uint64_t)scratch, e) ||
+	    read_threads_all(t, (uint64_t)scratch, e))
 		goto out;
-	for (uint32_t i = 0; i < t->nthreads; i++)
-		if (read_thread_bits(t, i, (uint64_t)scratch, e))
-			goto out;
 	if (capture_attrs(t, (uint64_t)scratch, e))
 		goto out;
 	rc = 0;

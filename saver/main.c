@@ -30,6 +30,8 @@ static void usage(FILE *f)
 		   "  -t, --tree          also every descendant of each PID\n"
 		   "  -k, --kill          kill the processes once the image is complete\n"
 		   "      --tcp-close     give up established TCP connections (restored broken)\n"
+		   "      --unlock-net    remove network locks left by checkpoints that made\n"
+		   "                      no image (see restart-loader --unlock-net)\n"
 		   "      --external-fd [PID:]FD:close|null|inherit|tty\n"
 		   "                      what the restore puts at FD, which leads outside the\n"
 		   "                      image (of process PID, or of every one): nothing,\n"
@@ -173,6 +175,24 @@ static int write_sysv(struct img_writer *w, const struct ibcr_sysv *sysv,
 	return rc;
 }
 
+/* Socket options and the network lock left for the restore, if any. */
+static int write_net(struct img_writer *w, const struct fobjs *objs, struct ibcr_err *e)
+{
+	struct ibcr_netlock lock;
+	struct buf b = { 0 };
+	int rc = 0;
+
+	if (objs->sockopts.n) {
+		enc_sockopts(&b, &objs->sockopts);
+		rc = imgw_section(w, IBCR_SEC_SOCKOPTS, IBCR_PROC_NONE, NULL, b.p, b.len, e);
+	}
+	if (!rc && netlock_record(&lock))
+		rc = imgw_section(w, IBCR_SEC_NETLOCK, IBCR_PROC_NONE, NULL, &lock,
+				  sizeof(lock), e);
+	buf_free(&b);
+	return rc;
+}
+
 static int write_image(const char *out, struct target *t, uint32_t n,
 		       struct fobjs *objs, const struct ibcr_sysv *sysv,
 		       const struct ibcr_sysvipc *ipc, const struct image_opt *c,
@@ -191,7 +211,8 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 	    filedata_write(&w, objs, e) ||
 	    (objs->f.nobjs && imgw_section(&w, IBCR_SEC_FILEATTRS, IBCR_PROC_NONE, NULL,
 					  objs->f.attrs, sizeof(*objs->f.attrs) * objs->f.nobjs,
-					  e)))
+					  e)) ||
+	    write_net(&w, objs, e))
 		goto fail;
 	if (write_sysv(&w, sysv, ipc, e) || vdso_write_section(t, n, &w, e) ||
 	    backing_write(&w, t, n, &bo, e))
@@ -210,6 +231,8 @@ static int write_image(const char *out, struct target *t, uint32_t n,
 		snapshot_kill(&t[i]);
 		enc_vmas(&b, &t[i].ps);
 		if (imgw_section(&w, IBCR_SEC_VMAS, i, NULL, b.p, b.len, e) ||
+		    cow_write_section(&t[i], i, &w, e) ||
+		    pagesums_write_section(&t[i], i, &w, e) ||
 		    verbs_write_section(&t[i], i, &w, e))
 			goto fail;
 	}
@@ -233,12 +256,16 @@ static double now_ms(void)
 }
 
 /* Lets the processes go: running, stopped or killed; the shims unblock. */
-static void release_all(struct target *t, uint32_t n, int how)
+static void release_all(struct target *t, uint32_t n, int how, const char *image)
 {
 	/* TCP connections leave repair mode before the processes run on */
 	tcp_release(how == RELEASE_KILL);
+	netlock_release(how == RELEASE_KILL, image);
+	unix_release();
 	for (uint32_t i = 0; i < n; i++)
 		target_release(&t[i], how);
+	for (uint32_t i = 0; i < n && how == RELEASE_KILL; i++)
+		target_wait_dead(&t[i]);	/* their ports are free when we return */
 	if (how != RELEASE_KILL)
 		verbs_release(t, n);
 }
@@ -250,9 +277,8 @@ static void release_all(struct target *t, uint32_t n, int how)
  */
 static int snapshot_all(struct target *t, uint32_t n, struct ibcr_err *e)
 {
-	for (uint32_t i = 0; i < n; i++)
-		if (!t[i].zombie && snapshot_create(&t[i], e))
-			return -1;
+	if (snapshot_create_all(t, n, e))
+		return -1;
 	for (uint32_t i = 0; i < n; i++)
 		if (!t[i].zombie && !t[i].mem_pid)
 			return 0;
@@ -304,6 +330,7 @@ int main(int argc, char **argv)
 		{ "cached", no_argument, NULL, 'C' },
 		{ "tree", no_argument, NULL, 't' },
 		{ "tcp-close", no_argument, NULL, 'T' },
+		{ "unlock-net", no_argument, NULL, 'U' },
 		{ "external-fd", required_argument, NULL, 'X' },
 		{ "self-contained", no_argument, NULL, 'P' },
 		{ "sysv-ipc", required_argument, NULL, 'I' },
@@ -334,6 +361,7 @@ int main(int argc, char **argv)
 		case 'N': snapshots = 0; break;
 		case 't': tree = 1; break;
 		case 'T': objs.tcp_close = 1; break;
+		case 'U': return netlock_unlock_stale();
 		case 'X':
 			if (external_parse(optarg, &objs)) {
 				fprintf(stderr, "saver: --external-fd=%s: expected [PID:]FD:ACTION, "
@@ -366,6 +394,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	n = (uint32_t)(argc - optind);
+	objs.kill = how == RELEASE_KILL;
+	objs.image = out;
 	t = xcalloc(n, sizeof(*t));
 	for (uint32_t i = 0; i < n; i++) {
 		t[i].memfd = -1;
@@ -393,10 +423,14 @@ int main(int argc, char **argv)
 	/* the mapped files' digests too: time they would cost in the freeze */
 	for (uint32_t i = 0; i < n && !rc; i++)
 		backing_prehash(t[i].pid);
+	if (!rc && tree && how == RELEASE_RUN && snapshots)
+		tree_preread(t, n);
 	s.frozen = now_ms();
 	/* All are stopped before any is read: one consistent point in time. */
 	if (tree && !rc)
 		rc = tree_seize(&t, &n, &e);
+	if (tree && !rc)
+		tree_adopt_preread(t, n);
 	for (uint32_t i = 0; i < n && !rc && !tree; i++)
 		rc = target_seize(&t[i], &e);
 	s.seized = now_ms();
@@ -412,6 +446,10 @@ int main(int argc, char **argv)
 	if (!rc)
 		shm_join_named(t, n);
 	if (!rc)
+		rc = cow_find(t, n, &e);
+	if (!rc)
+		shm_decide_refs(t, n);
+	if (!rc)
 		rc = files_finish(t, n, &objs, &e);
 	if (!rc)
 		rc = sysv_capture(t, n, &sysv, &e);
@@ -426,7 +464,7 @@ int main(int argc, char **argv)
 			s.snapshotted = now_ms();
 		rc = rc < 0 ? -1 : 0;
 		if (released)
-			release_all(t, n, RELEASE_RUN);
+			release_all(t, n, RELEASE_RUN, out);
 	}
 	s.released = now_ms();
 	for (uint32_t i = 0; i < n && !rc; i++)
@@ -449,8 +487,12 @@ int main(int argc, char **argv)
 	}
 	if (!released) {
 		s.released = now_ms();
-		release_all(t, n, how);
+		release_all(t, n, how, out);
 	}
+	if (!rc && objs.given_up)
+		fprintf(stderr, "saver: --tcp-close: %u TCP connection(s) given up: a restore "
+			"brings them back unconnected%s\n", objs.given_up,
+			how == RELEASE_KILL ? "; their peers see them closed now" : "");
 	verbs_release(pre, npre);	/* quiesced but never adopted (a failure) */
 	if (stats && !rc)
 		print_stats(&s, t, n, out);

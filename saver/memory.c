@@ -11,8 +11,10 @@
  * - shared file mappings: none, the file holds them;
  * - shared anonymous memory: every page with data (SEEK_DATA on the
  *   object when /proc/PID/map_files allows, else the whole range);
- * - private mappings of deleted files or memfds: every page, restored as
- *   anonymous memory, since the file will not be there.
+ * - mappings of deleted files: as for a file, the file being a file
+ *   object of the image (delmap.c);
+ * - private mappings of memfds that no descriptor has: every page,
+ *   restored as anonymous memory, since the memfd will not be there.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,7 +70,7 @@ static uint32_t madv_of(uint32_t vmf)
 }
 
 #define VMAF_FROM_VMFLAGS (IBCR_VMAF_GROWSDOWN | IBCR_VMAF_NORESERVE | IBCR_VMAF_ACCOUNT | \
-			   IBCR_VMAF_THP)
+			   IBCR_VMAF_THP | IBCR_VMAF_DROPPABLE)
 
 void vma_set_vmflags(struct ibcr_vma *v, uint32_t vmf)
 {
@@ -76,7 +78,8 @@ void vma_set_vmflags(struct ibcr_vma *v, uint32_t vmf)
 		   ((vmf & VMF_GROWSDOWN) ? IBCR_VMAF_GROWSDOWN : 0) |
 		   ((vmf & VMF_NORESERVE) ? IBCR_VMAF_NORESERVE : 0) |
 		   ((vmf & VMF_ACCOUNT) ? IBCR_VMAF_ACCOUNT : 0) |
-		   ((vmf & VMF_THP) ? IBCR_VMAF_THP : 0);
+		   ((vmf & VMF_THP) ? IBCR_VMAF_THP : 0) |
+		   ((vmf & VMF_DROPPABLE) ? IBCR_VMAF_DROPPABLE : 0);
 	v->madv = madv_of(vmf);
 }
 
@@ -121,6 +124,17 @@ static void named_shm(const struct maps_entry *m, const struct stat *st,
 	v->file_mode = st->st_mode & 07777;
 }
 
+/* A private (or read-only shared) file mapping: the file's identity. */
+static void file_identity(struct ibcr_vma *v, const struct stat *st)
+{
+	v->kind = IBCR_VMA_FILE;
+	v->file_ino = st->st_ino;
+	v->file_dev = st->st_dev;
+	v->file_size = (uint64_t)st->st_size;
+	v->file_mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000ull +
+			   (uint64_t)st->st_mtim.tv_nsec;
+}
+
 static int classify_file(struct target *t, const struct maps_entry *m,
 			 struct ibcr_vma *v, struct ibcr_err *e)
 {
@@ -137,9 +151,9 @@ static int classify_file(struct target *t, const struct maps_entry *m,
 	if (m->shared && !strncmp(p, "/[aio]", 6))
 		return REGION_FAIL("the ring of an aio context (io_setup): not supported");
 	if (deleted || !strncmp(p, "/memfd:", 7)) {
-		/* a private copy of a vanished file, unless a file object of the */
-		/* image is that file: then mapped from it (delmap.c decides) */
-		v->kind = m->shared ? IBCR_VMA_FILE : IBCR_VMA_ANON;
+		/* mapped from the file object of the image that is the file; */
+		/* a private copy of a memfd that none is (delmap.c decides) */
+		v->kind = strncmp(p, "/memfd:", 7) ? IBCR_VMA_FILE : IBCR_VMA_ANON;
 		v->flags |= IBCR_VMAF_DELETED;
 		v->file_dev = makedev(m->dev_major, m->dev_minor);
 		v->file_ino = m->ino;
@@ -157,12 +171,7 @@ static int classify_file(struct target *t, const struct maps_entry *m,
 		named_shm(m, &st, v);
 		return 0;
 	}
-	v->kind = IBCR_VMA_FILE;
-	v->file_ino = st.st_ino;
-	v->file_dev = st.st_dev;
-	v->file_size = (uint64_t)st.st_size;
-	v->file_mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
-			   (uint64_t)st.st_mtim.tv_nsec;
+	file_identity(v, &st);
 	return 0;
 }
 
@@ -264,42 +273,6 @@ int capture_memory_map(struct target *t, struct ibcr_err *e)
 	return 0;
 }
 
-static const struct ibcr_vma *named(const struct target *t, uint32_t n, uint64_t dev,
-				    uint64_t ino)
-{
-	for (uint32_t k = 0; k < n; k++)
-		for (uint32_t i = 0; i < t[k].ps.nvmas; i++)
-			if ((t[k].ps.vmas[i].flags & IBCR_VMAF_NAMED) &&
-			    t[k].ps.vmas[i].file_dev == dev && t[k].ps.vmas[i].file_ino == ino)
-				return &t[k].ps.vmas[i];
-	return NULL;
-}
-
-/*
- * A reader that maps a file read-only sees the content a writer in the
- * image changed: its mapping must come back on the restored content too,
- * without the size and mtime check that the writing invalidates.
- */
-void shm_join_named(struct target *t, uint32_t n)
-{
-	for (uint32_t k = 0; k < n; k++)
-		for (uint32_t i = 0; i < t[k].ps.nvmas; i++) {
-			struct ibcr_vma *v = &t[k].ps.vmas[i];
-			uint64_t dev = ((uint64_t)major((dev_t)v->file_dev) << 32) |
-				       minor((dev_t)v->file_dev);
-			const struct ibcr_vma *w;
-
-			if (v->kind != IBCR_VMA_FILE || !(v->flags & IBCR_VMAF_SHARED) ||
-			    !(w = named(t, n, dev, v->file_ino)))
-				continue;
-			v->kind = IBCR_VMA_SHMEM;
-			v->flags |= IBCR_VMAF_NAMED;
-			v->file_dev = dev;
-			v->file_size = w->file_size;
-			v->file_mode = w->file_mode;
-		}
-}
-
 /* State of the region being streamed. */
 struct dump {
 	struct target *t;
@@ -307,6 +280,8 @@ struct dump {
 	struct ibcr_vma *v;
 	uint8_t *buf;
 	uint64_t *pm;
+	const uint64_t *cow;	/* the region's pages its parent holds (cow.c) */
+	const struct shm_copy *copy;	/* shared memory copied in the freeze */
 	int pmfd, objfd;
 	size_t cap_runs;
 	int zero_skip;
@@ -357,6 +332,28 @@ static void add_page(struct dump *d, uint64_t addr, uint64_t pg)
 }
 
 /*
+ * The page about to be stored, its term of the region's sum; also of
+ * its chunk's in PAGESUMS (pagesums.c) when the data is stored raw.
+ */
+static void add_sum(struct dump *d, uint32_t term)
+{
+	d->crc += term;
+	if (d->sink.codec == IBCR_CODEC_RAW)
+		pagesum_add(d->t, d->v->data_len, term);
+}
+
+/* From the freeze's copy of shared memory when there is one. */
+static int read_pages(struct dump *d, uint64_t addr, uint8_t *dst, size_t len,
+		      struct ibcr_err *e)
+{
+	if (d->copy) {
+		memcpy(dst, d->copy->buf + (addr - d->v->start), len);
+		return 0;
+	}
+	return read_target(d->t, addr, dst, len, e);
+}
+
+/*
  * Uncompressed, the pages are read straight into the image's write
  * buffer: one copy fewer, ~10% of a large checkpoint's time. Zero pages
  * are squeezed out in place. Chunks of DIRECT_CHUNK stay in the cache
@@ -376,7 +373,7 @@ static int dump_direct(struct dump *d, uint64_t addr, uint64_t npages,
 		if (!dst)
 			return -1;
 		len -= len % pg;
-		if (read_target(d->t, addr, dst, len, e))
+		if (read_pages(d, addr, dst, len, e))
 			return -1;
 		for (size_t i = 0; i < len / pg; i++) {
 			uint8_t *p = dst + i * pg;
@@ -385,7 +382,7 @@ static int dump_direct(struct dump *d, uint64_t addr, uint64_t npages,
 				continue;
 			if (p != dst + kept)
 				memmove(dst + kept, p, pg);
-			d->crc = page_sum(d->crc, dst + kept, pg, pg, d->v->data_len / pg);
+			add_sum(d, page_sum(0, dst + kept, pg, pg, d->v->data_len / pg));
 			d->v->data_len += pg;
 			add_page(d, addr + i * pg, pg);
 			kept += pg;
@@ -407,7 +404,7 @@ static int dump_range(struct dump *d, uint64_t addr, uint64_t npages,
 
 	if (d->sink.codec == IBCR_CODEC_RAW)
 		return dump_direct(d, addr, npages, e);
-	if (read_target(d->t, addr, d->buf, len, e))
+	if (read_pages(d, addr, d->buf, len, e))
 		return -1;
 	for (uint64_t i = 0; i < npages; i++) {
 		const uint8_t *p = d->buf + i * pg;
@@ -416,7 +413,7 @@ static int dump_range(struct dump *d, uint64_t addr, uint64_t npages,
 			continue;
 		if (sink_put(&d->sink, p, pg, e))
 			return -1;
-		d->crc = page_sum(d->crc, p, pg, pg, d->v->data_len / pg);
+		add_sum(d, page_sum(0, p, pg, pg, d->v->data_len / pg));
 		d->v->data_len += pg;
 		add_page(d, addr + i * pg, pg);
 	}
@@ -440,6 +437,11 @@ static int shmem_has_data(struct dump *d, uint64_t off, uint64_t len)
 {
 	off_t data;
 
+	if (d->copy) {	/* as it was in the freeze */
+		uint64_t p = (off - d->v->pgoff) / (uint64_t)getpagesize();
+
+		return (d->copy->bits[p / 64] >> (p % 64)) & 1;
+	}
 	if (d->objfd < 0)
 		return 1;
 	data = lseek(d->objfd, (off_t)off, SEEK_DATA);
@@ -460,10 +462,12 @@ static int dump_chunk(struct dump *d, enum pick how, uint64_t addr, uint64_t npa
 	}
 	for (uint64_t i = 0; i <= npages; i++) {
 		uint64_t a = addr + i * pg;
+		uint64_t p = (a - d->v->start) / pg;
 		int want = i < npages &&
 			   (how == PICK_ALL ?
 			    shmem_has_data(d, d->v->pgoff + (a - d->v->start), pg) :
-			    wanted(how, d->pm[i]));
+			    wanted(how, d->pm[i])) &&
+			   !(d->cow && (d->cow[p / 64] & (1ull << (p % 64))));
 
 		if (want && !run++)
 			run_start = a;
@@ -488,44 +492,22 @@ static int open_object(struct target *t, const struct ibcr_vma *v)
 	return open(path, O_RDONLY | O_CLOEXEC);	/* -1: read the whole range */
 }
 
-/*
- * The parts of shared objects saved so far, in this image: a region of an
- * object whose range is saved already saves nothing (IBCR_VMAF_SHMREF).
- * A static list: one saver run writes one image.
- */
-static struct saved_shm {
-	uint64_t dev, ino, from, to;	/* object and byte range in it */
-} *saved_shm;
-static size_t nsaved_shm;
-
-static int shm_saved_already(const struct ibcr_vma *v)
-{
-	uint64_t from = v->pgoff, to = v->pgoff + (v->end - v->start);
-
-	for (size_t i = 0; i < nsaved_shm; i++)
-		if (saved_shm[i].dev == v->file_dev && saved_shm[i].ino == v->file_ino &&
-		    saved_shm[i].from <= from && saved_shm[i].to >= to)
-			return 1;
-	saved_shm = xrealloc(saved_shm, sizeof(*saved_shm) * (nsaved_shm + 1));
-	saved_shm[nsaved_shm++] = (struct saved_shm){ v->file_dev, v->file_ino, from, to };
-	return 0;
-}
-
 static int dump_region(struct dump *d, struct ibcr_err *e)
 {
 	uint64_t pg = (uint64_t)getpagesize();
 	enum pick how = pick_of(d->v);
+	uint32_t idx = (uint32_t)(d->v - d->t->ps.vmas);
 	int rc = 0;
 
-	if (d->v->kind == IBCR_VMA_SHMEM && shm_saved_already(d->v)) {
-		d->v->flags |= IBCR_VMAF_SHMREF;
+	if (d->v->kind == IBCR_VMA_SHMEM && (d->v->flags & IBCR_VMAF_SHMREF))
 		how = PICK_NONE;
-	}
+	d->copy = shm_copy_of(d->t, idx);
 	d->v->run0 = d->t->ps.nruns;
 	d->v->data_off = d->sink.pos;
 	d->crc = 0;
 	d->zero_skip = d->v->kind != IBCR_VMA_FILE;
 	d->objfd = open_object(d->t, d->v);
+	d->cow = cow_bits(d->t, idx);
 	for (uint64_t a = d->v->start; how != PICK_NONE && a < d->v->end && !rc;
 	     a += CHUNK_PAGES * pg) {
 		uint64_t n = (d->v->end - a) / pg;
@@ -534,6 +516,7 @@ static int dump_region(struct dump *d, struct ibcr_err *e)
 	}
 	if (d->objfd >= 0)
 		close(d->objfd);
+	shm_copy_free(d->t, idx);
 	d->v->data_crc = d->crc;
 	return rc;
 }
@@ -555,6 +538,8 @@ int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
 		return ibcr_fail_errno(e, errno, "pid %d: opening %s", (int)t->pid, path);
 	d.buf = xmalloc(CHUNK_PAGES * pg);
 	d.pm = xmalloc(CHUNK_PAGES * 8);
+	t->ps.nsums = 0;	/* PAGESUMS, gathered as the pages are (add_sum) */
+	t->ps.sum_chunk = 0;
 	/* raw page data starts page-aligned, to be read (or mapped) in place */
 	if (imgw_begin(w, IBCR_SEC_PAGES, proc, flags, codec ? 8 : (uint32_t)pg, e) ||
 	    sink_init(&d.sink, w, codec, level))

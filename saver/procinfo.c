@@ -38,6 +38,8 @@ static int read_stat(struct target *t, struct ibcr_err *e)
 	r->pgid = (int32_t)f[5];
 	r->sid = (int32_t)f[6];
 	t->tty_nr = (uint32_t)f[7];
+	if (!t->tty_nr)
+		r->flags |= IBCR_PROCF_NOTTY;
 	t->tpgid = (int32_t)f[8];
 	r->start_code = f[26];
 	r->end_code = f[27];

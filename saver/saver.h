@@ -12,6 +12,7 @@
 #include "image_io.h"
 #include "model.h"
 #include "procfs.h"
+#include "sockopt.h"
 
 /* One process being checkpointed. */
 struct target {
@@ -38,13 +39,33 @@ struct target {
 	int32_t tpgid;		/* that terminal's foreground group, or -1 */
 	uint8_t *vdso;		/* its [vdso]'s bytes (vdso_len), for a vdso proxy */
 	size_t vdso_len;
+	struct cow_map *cow;	/* regions sharing pages with the parent (cow.c) */
+	uint32_t ncow;
+	struct shm_copy *shmcopy;	/* shared memory copied in the freeze */
+	uint32_t nshmcopy;
+	uint64_t cap_sums;	/* room in ps.sums (pagesums.c) */
 	struct ibcr_process_state ps;
+};
+
+/* shmsnap.c: a shared region's data as it was in the freeze */
+struct shm_copy {
+	uint32_t vma;
+	uint8_t *buf;		/* the region's bytes, from its start */
+	uint64_t *bits;		/* pages that held data */
+};
+
+/* cow.c: region vma's pages that are its parent's region src's */
+struct cow_map {
+	uint32_t vma, src;
+	uint64_t *bits;		/* one bit a page of the region */
 };
 
 /* seize.c */
 int target_check(pid_t pid, struct ibcr_err *e);
 int target_seize(struct target *t, struct ibcr_err *e);
 void target_release(struct target *t, int how);
+/* after a kill: until its descriptors are closed (a zombie or gone) */
+void target_wait_dead(const struct target *t);
 enum { RELEASE_RUN, RELEASE_STOP, RELEASE_KILL };
 
 /* tree.c: --tree, a process and its descendants, stopped top-down */
@@ -54,6 +75,11 @@ int tree_add_children(struct target **t, uint32_t *n, pid_t pid, pid_t tid,
 
 /* inject.c: state only the process itself can read */
 int capture_injected(struct target *t, struct ibcr_err *e);
+#define SCRATCH_SIZE 8192	/* the page injected calls write into */
+#define SCRATCH_SLOTS (SCRATCH_SIZE / 64)	/* calls of one round (injectall.c) */
+/* injectall.c: signal actions, and each thread's altstack and TID address */
+int read_sigactions_all(struct target *t, uint64_t scratch, struct ibcr_err *e);
+int read_threads_all(struct target *t, uint64_t scratch, struct ibcr_err *e);
 /* A system call run by thread i of t; *ret its result, or NULL: fail on error. */
 int inject_call(struct target *t, uint32_t thread, long nr, uint64_t a0, uint64_t a1,
 		uint64_t a2, uint64_t a3, long *ret, struct ibcr_err *e);
@@ -101,6 +127,10 @@ struct fobjs {
 	struct fdata *fdata;	/* per object: bytes of a deleted file or memfd */
 	uint64_t held_bytes;	/* of them, read in the freeze */
 	int keep_stopped;	/* some are read while writing: no snapshot */
+	int kill;		/* --kill: the network lock outlives the saver */
+	const char *image;	/* the image being made (named by the lock) */
+	uint32_t given_up;	/* TCP connections given up (--tcp-close) */
+	struct ibcr_sockopts sockopts;	/* every socket's options (SOCKOPTS) */
 };
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e);
 /* A new object of pid's fd (or -1: of no descriptor), path link; its index. */
@@ -109,6 +139,18 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 /* filedata.c: FILEDATA (the files' bytes), then the objects' FILEATTRS */
 int filedata_write(struct img_writer *w, struct fobjs *o, struct ibcr_err *e);
 void filedata_free(struct fobjs *o);
+/*
+ * A descriptor of the saver's own that the image holds without any of its
+ * processes (one in flight in a socket): its object, shared or new.
+ */
+int files_add_held(struct fobjs *o, int fd, uint32_t *obj, struct ibcr_err *e);
+/* fn for every "KIND:[ino]" descriptor outside the image, until it returns nonzero */
+void walk_outside(const struct target *t, uint32_t n, const char *kind,
+		  int (*fn)(void *arg, pid_t pid, uint64_t ino), void *arg);
+
+/* netcheck.c: with --kill, what the restore of the sockets will need */
+int net_precheck(const struct target *t, uint32_t n, const struct fobjs *o,
+		 struct ibcr_err *e);
 
 /* memory.c */
 int capture_memory_map(struct target *t, struct ibcr_err *e);
@@ -120,9 +162,12 @@ void vmflags_preread(struct target *t);
 int vmflags_layout(struct target *t, struct maps_entry **m, size_t *n,
 		   struct ibcr_err *e);
 int vmflags_verify(struct target *t, struct ibcr_err *e);
+/* treepre.c: the same for a tree (--tree), taken by each member after its freeze */
+void tree_preread(const struct target *t, uint32_t n);
+void tree_adopt_preread(struct target *t, uint32_t n);
 /* direct.c: whether the image should go past the page cache (--direct) */
 int image_direct(const struct target *t, uint32_t n);
-/* Makes every mapping of a file saved as shared memory one (NAMED). */
+/* shmobj.c: makes every mapping of a file saved as shared memory one (NAMED). */
 void shm_join_named(struct target *t, uint32_t n);
 int write_memory(struct target *t, uint32_t proc, struct img_writer *w,
 		 int codec, int level, struct ibcr_err *e);
@@ -147,10 +192,29 @@ int verbs_after_seize(struct target *t, uint32_t n, struct target *pre, uint32_t
 
 /* sockets.c: every socket's final kind, state and queued bytes */
 int sockets_finish(struct fobjs *o, struct ibcr_err *e);
+/* netlink.c: a netlink socket's protocol, port id, groups; refused with data */
+int netlink_socket(struct fobjs *o, uint32_t i, struct ibcr_err *e);
+/* unix.c: the descriptors it took from UNIX sockets' queues, closed */
+void unix_release(void);
 /* tcp.c: established TCP connections, in repair mode until released */
 struct buf;
 int tcp_capture(pid_t pid, int fd, int s, struct buf *b, struct ibcr_err *e);
 void tcp_release(int killed);
+
+/* sockopt.c: the options of a socket that differ from a new one's */
+int sockopt_capture(int fd, uint32_t obj, int family, int type, int proto, int connected,
+		    const char *who, struct ibcr_sockopts *out, struct ibcr_err *e);
+
+/* netlock.c: packets of the connections dropped while they are captured */
+struct sockaddr_storage;
+void netlock_conn(const struct sockaddr_storage *local, const struct sockaddr_storage *remote);
+void netlock_listener(const struct sockaddr_storage *local);
+int netlock_take(const char *image, int keep, struct ibcr_err *e);
+/* 1 and the record when the lock is left for the restore (--kill) */
+int netlock_record(struct ibcr_netlock *rec);
+void netlock_release(int killed, const char *image);
+/* saver --unlock-net: removes locks no saver and no image hold; exit status */
+int netlock_unlock_stale(void);
 
 /* locks.c: file locks held, per descriptor */
 int capture_locks(struct target *t, struct ibcr_err *e);
@@ -163,8 +227,28 @@ int sysv_capture(const struct target *t, uint32_t n, struct ibcr_sysv *out,
 int sysvipc_capture(const struct target *t, uint32_t n, int all, struct ibcr_sysvipc *out,
 		    struct ibcr_err *e);
 
+/* cow.c: pages shared copy-on-write with the parent, found while stopped */
+int cow_find(struct target *t, uint32_t n, struct ibcr_err *e);
+const uint64_t *cow_bits(const struct target *t, uint32_t vma);
+int cow_write_section(struct target *t, uint32_t proc, struct img_writer *w,
+		      struct ibcr_err *e);
+
+/* pagesums.c: a sum per chunk of page data stored raw, for lazy restores */
+void pagesum_add(struct target *t, uint64_t data_off, uint32_t term);
+int pagesums_write_section(struct target *t, uint32_t proc, struct img_writer *w,
+			   struct ibcr_err *e);
+
+/* shmobj.c: which shared regions hold their object's data (before shm_copy_all) */
+void shm_decide_refs(struct target *t, uint32_t n);
+/* shmsnap.c: 0 copied, 1 no memory for it (no snapshot then), -1 error */
+int shm_copy_all(struct target *t, struct ibcr_err *e);
+/* Before the freeze: buffers for the shared memory of a layout read then */
+void shm_copy_reserve(const struct maps_entry *m, size_t n);
+const struct shm_copy *shm_copy_of(const struct target *t, uint32_t vma);
+void shm_copy_free(struct target *t, uint32_t vma);
+
 /* snapshot.c: a copy-on-write copy to write the image from */
-int snapshot_create(struct target *t, struct ibcr_err *e);
+int snapshot_create_all(struct target *t, uint32_t n, struct ibcr_err *e);
 void snapshot_kill(struct target *t);
 void snapshot_destroy(struct target *t);
 

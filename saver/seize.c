@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -27,6 +28,8 @@ static int has_tid(const struct target *t, pid_t tid)
 			return 1;
 	return 0;
 }
+
+static int seize_new(struct target *t, struct ibcr_err *e);
 
 static int explain_seize_failure(pid_t pid, int err, struct ibcr_err *e)
 {
@@ -50,8 +53,24 @@ static int explain_seize_failure(pid_t pid, int err, struct ibcr_err *e)
 	return ibcr_fail_errno(e, err, "pid %d: cannot attach", (int)pid);
 }
 
-/* One pass over /proc/PID/task; returns how many threads were new. */
+/*
+ * One pass over /proc/PID/task; returns how many threads were new. Each
+ * new thread is seized and interrupted, and only then are they waited
+ * for, together: a busy thread stops only once it gets a CPU, and 24
+ * busy threads on 2 CPUs, waited for one by one, took seconds.
+ */
 static int seize_pass(struct target *t, struct ibcr_err *e)
+{
+	uint32_t first = t->nthreads;
+	int added = seize_new(t, e);
+
+	for (uint32_t i = first; added > 0 && i < t->nthreads; i++)
+		if (pt_interrupt_wait(t->tids[i], e))
+			return -1;
+	return added;
+}
+
+static int seize_new(struct target *t, struct ibcr_err *e)
 {
 	char path[64];
 	struct dirent *d;
@@ -78,7 +97,8 @@ static int seize_pass(struct target *t, struct ibcr_err *e)
 		t->tids[t->nthreads] = tid;
 		t->seized[t->nthreads] = 1;
 		t->nthreads++;
-		if (pt_interrupt(tid, e)) {
+		if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL)) {
+			ibcr_fail_errno(e, errno, "thread %d: PTRACE_INTERRUPT", (int)tid);
 			closedir(dir);
 			return -1;
 		}
@@ -185,4 +205,34 @@ void target_release(struct target *t, int how)
 		if (t->seized[i])
 			ptrace(PTRACE_DETACH, t->tids[i], NULL, NULL);
 	t->released = 1;
+}
+
+/*
+ * After --kill: until the process has let go of its files (it is a
+ * zombie, or gone). The kernel frees a process's memory before it
+ * closes its descriptors, so a large one still holds its ports for a
+ * while after SIGKILL; a restart right after the saver returns must not
+ * find them taken by the original.
+ */
+void target_wait_dead(const struct target *t)
+{
+	char path[64], buf[512];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)t->pid);
+	for (int i = 0; i < 60000; i++) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+		const char *state;
+		struct timespec ms = { 0, 1000000 };
+
+		if (fd >= 0)
+			close(fd);
+		if (n <= 0)
+			return;		/* reaped */
+		buf[n] = 0;
+		state = strrchr(buf, ')');
+		if (!state || state[1] != ' ' || state[2] == 'Z' || state[2] == 'X')
+			return;
+		nanosleep(&ms, NULL);
+	}
 }

@@ -2,18 +2,18 @@
 /*
  * Sockets, once every process is known (files.c marks them IBCR_FD_UNIX
  * with only their inode; here they get their final kind and state).
- * sock_diag tells each one's family, type, state, names and UNIX peer;
- * a duplicate of the descriptor (pidfd_getfd) lets the saver read the
- * options and peek at the bytes waiting, which the process still gets.
+ * sock_diag tells each one's family, type, state, names, queue lengths
+ * and shut down directions; a duplicate of the descriptor (pidfd_getfd)
+ * lets the saver read the options (sockopt.c) and peek at what waits,
+ * which the process still gets. UNIX sockets: unix.c; netlink: netlink.c.
  *
- * Restorable: UNIX sockets connected to a peer in the image (or whose
- * peer is gone), listening UNIX and TCP sockets, bound or fresh ones,
- * datagram sockets connected to a named peer, UDP, established TCP
- * connections (tcp.c, repair mode: root). A socket leading outside the
- * image is a std stream on fds 0-2, and refused elsewhere; a TCP
- * connection opening or closing is refused; --tcp-close gives TCP
- * connections up (restored as unconnected sockets: the program sees
- * them broken).
+ * Here: the network lock over the TCP connections (netlock.c), taken
+ * before the first is read; TCP listeners (refused with connections not
+ * accepted yet), connections in any state repair mode can rebuild
+ * (tcp.c), or given up (--tcp-close: restored as unconnected sockets);
+ * UDP sockets with their datagrams and senders; raw and ICMP sockets
+ * (refused with packets waiting); sockets never bound. A socket leading
+ * outside the image is a std stream on fds 0-2, and refused elsewhere.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,23 +23,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "saver.h"
 #include "sockdiag.h"
+#include "fdkinds.h"
+#include "sockets.h"
 
 #define TCP_ESTABLISHED_STATE 1
 #define TCP_CLOSE_STATE 7
 #define TCP_LISTEN_STATE 10
 
-struct socks {
-	struct sockdiag *d;
-	size_t n;
-};
-
-static const struct sockdiag *find(const struct socks *s, uint64_t ino)
+const struct sockdiag *sock_find(const struct socks *s, uint64_t ino)
 {
 	for (size_t i = 0; i < s->n; i++)
 		if (s->d[i].ino == ino)
@@ -67,27 +63,13 @@ static int dump_all(struct socks *s, struct ibcr_err *e)
 	return 0;
 }
 
-/* A descriptor of ours for the same socket. */
-static int grab(pid_t pid, int fd, struct ibcr_err *e)
-{
-	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0), got;
-
-	if (pidfd < 0)
-		return ibcr_fail_errno(e, errno, "pid %d: pidfd_open", (int)pid);
-	got = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-	close(pidfd);
-	if (got < 0)
-		return ibcr_fail_errno(e, errno, "pid %d fd %d: getting a copy of its socket",
-				       (int)pid, fd);
-	return got;
-}
-
-static int in_image(const struct fobjs *o, uint64_t ino)
+long sock_object(const struct fobjs *o, uint64_t ino)
 {
 	for (uint32_t i = 0; i < o->f.nobjs; i++)
-		if (o->f.objs[i].kind == IBCR_FD_UNIX && o->f.objs[i].aux[0] == ino)
-			return 1;
-	return 0;
+		if ((o->f.objs[i].kind == IBCR_FD_UNIX || o->f.objs[i].kind == IBCR_FD_INET) &&
+		    o->f.objs[i].aux[0] == ino)
+			return i;
+	return -1;
 }
 
 static void put(struct buf *b, const void *p, size_t n)
@@ -96,171 +78,272 @@ static void put(struct buf *b, const void *p, size_t n)
 }
 
 /*
- * What waits in the receive queue, without taking it: MSG_PEEK, with a
- * peek offset walking message by message for datagrams; the socket's own
- * peek offset is put back as it was.
+ * The datagrams waiting in a UDP socket, without taking them: MSG_PEEK,
+ * with the socket's peek offset walking through them, put back as it was
+ * afterwards; each with its sender (struct ibcr_dgram).
  */
 static int peek_queue(int s, const struct sockdiag *d, struct buf *b, struct ibcr_err *e)
 {
-	int old = -1, zero = 0;
+	int old = -1, start = -1;
 	socklen_t ol = sizeof(old);
-	static uint8_t msg[1 << 20];
+	static uint8_t msg[1 << 16];
 
 	if (!d->rq)
-		return 0;	/* (a datagram socket: the first message's length) */
-	if (d->type == SOCK_STREAM) {
-		ssize_t k = recv(s, msg, sizeof(msg), MSG_PEEK | MSG_DONTWAIT);
-
-		if (k < 0)
-			return ibcr_fail_errno(e, errno, "socket %llu: peeking at its data",
-					       (unsigned long long)d->ino);
-		put(b, msg, (size_t)k);
 		return 0;
-	}
+	/*
+	 * The first without a peek offset: a walk from offset 0 passes over
+	 * an empty datagram peeked at before (a kernel rule), which an
+	 * offset-less peek returns; peeking marks it, so the walk from its
+	 * end then starts past it.
+	 */
 	getsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &old, &ol);
-	if (setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof(zero)))
+	if (setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &start, sizeof(start)))
 		return ibcr_fail_errno(e, errno, "socket %llu: SO_PEEK_OFF",
 				       (unsigned long long)d->ino);
-	/* every message, until the peek offset runs past the last one */
-	for (uint32_t m = 0; m < 1u << 20; m++) {
-		ssize_t k = recv(s, msg, sizeof(msg), MSG_PEEK | MSG_DONTWAIT);
-		uint32_t len;
+	for (uint32_t m = 0; m < 1u << 24; m++) {
+		struct ibcr_dgram h = { 0 };
+		struct iovec v = { msg, sizeof(msg) };
+		struct msghdr mh = { .msg_name = h.from, .msg_namelen = sizeof(h.from),
+				     .msg_iov = &v, .msg_iovlen = 1 };
+		ssize_t k = recvmsg(s, &mh, MSG_PEEK | MSG_DONTWAIT);
 
 		if (k < 0)
 			break;
-		len = (uint32_t)k;
-		put(b, &len, 4);
-		put(b, msg, len);
+		h.len = (uint32_t)k;
+		put(b, &h, sizeof(h));
+		put(b, msg, h.len);
+		if (h.len % 8)
+			put(b, (const uint8_t[8]){ 0 }, 8 - h.len % 8);
+		if (m == 0 && setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &h.len, sizeof(h.len)))
+			return ibcr_fail_errno(e, errno, "socket %llu: SO_PEEK_OFF",
+					       (unsigned long long)d->ino);
 	}
 	setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &old, sizeof(old));
 	return 0;
 }
 
-static int unix_socket(struct fobjs *o, uint32_t i, const struct socks *s,
+/* The states repair mode lets a restore rebuild (image.h, ibcr_tcp_state). */
+static int repairable(int state)
+{
+	return state == IBCR_TCP_ESTABLISHED || state == IBCR_TCP_SYN_SENT ||
+	       state == IBCR_TCP_FIN_WAIT1 || state == IBCR_TCP_FIN_WAIT2 ||
+	       state == IBCR_TCP_CLOSE_WAIT || state == IBCR_TCP_LAST_ACK ||
+	       state == IBCR_TCP_CLOSING;
+}
+
+static const char *state_words(int state)
+{
+	switch (state) {
+	case 3: return "being opened by its peer (SYN-RECV, a TCP Fast Open connection "
+		       "accepted before the handshake ended)";
+	case 6: return "closed and waiting for its last packets (TIME-WAIT)";
+	case 12: return "being accepted (NEW-SYN-RECV)";
+	}
+	return "in a state unknown to ibcr";
+}
+
+/* What a TCP or UDP socket becomes; -1 (refused) or the role. */
+static int inet_role(const struct fobjs *o, uint32_t i, const struct sockdiag *d,
+		     struct ibcr_err *e)
+{
+	int bound = ((const struct sockaddr_in *)&d->local)->sin_port != 0;
+
+	if (d->proto == IPPROTO_TCP && d->state == TCP_LISTEN_STATE)
+		return IBCR_SOCK_LISTEN;
+	if (d->proto == IPPROTO_TCP && d->state != TCP_CLOSE_STATE && o->tcp_close)
+		return IBCR_SOCK_CLOSED;
+	if (d->proto == IPPROTO_TCP && repairable(d->state))
+		return IBCR_SOCK_REPAIR;
+	if (d->proto == IPPROTO_TCP && d->state != TCP_CLOSE_STATE)
+		return ibcr_fail(e, "pid %d fd %d: TCP connection %s cannot be restored; saver "
+				 "--tcp-close gives it up", (int)o->rep_pid[i], o->rep_fd[i],
+				 state_words(d->state));
+	return bound ? IBCR_SOCK_BOUND : IBCR_SOCK_FRESH;
+}
+
+static uint16_t port_of(const struct sockaddr_storage *a)
+{
+	return a->ss_family == AF_INET ? ((const struct sockaddr_in *)a)->sin_port :
+					 ((const struct sockaddr_in6 *)a)->sin6_port;
+}
+
+/*
+ * Connections a listener has not accepted yet cannot be put back in its
+ * queue (only an accept takes one out, and only a handshake puts one in):
+ * they would be reset after the restore. Half-open ones (the client's
+ * last ACK not in yet) likewise. Refused; they last a moment.
+ */
+static int check_backlog(const struct fobjs *o, uint32_t i, const struct socks *s,
+			 const struct sockdiag *d, struct ibcr_err *e)
+{
+	uint32_t half = 0;
+
+	for (size_t k = 0; s->d && k < s->n; k++)
+		if (s->d[k].proto == IPPROTO_TCP && (s->d[k].state == 3 || s->d[k].state == 12) &&
+		    s->d[k].family == d->family && port_of(&s->d[k].local) == port_of(&d->local))
+			half++;
+	if (!d->rq && !half)
+		return 0;
+	return ibcr_fail(e, "pid %d fd %d: TCP listener on port %u has %u connection(s) not "
+			 "accepted yet and %u being opened, which a restore cannot give back "
+			 "to it (they would be reset): try again", (int)o->rep_pid[i],
+			 o->rep_fd[i], ntohs(port_of(&d->local)), d->rq, half);
+}
+
+static int inet_socket(struct fobjs *o, uint32_t i, const struct socks *s,
 		       const struct sockdiag *d, struct ibcr_err *e)
-{
-	struct ibcr_fobj *ob = &o->f.objs[i];
-	const struct sockdiag *peer = d->peer ? find(s, d->peer) : NULL;
-	const char *peer_name = peer ? peer->name : "";
-	uint32_t role, len = (uint32_t)strlen(peer_name) + 1;
-	struct buf b = { 0 };
-	int fd, rc;
-
-	if (d->state == TCP_LISTEN_STATE) {
-		if (d->npending)
-			return ibcr_fail(e, "pid %d fd %d: listening socket %s has %u "
-					 "connections not accepted yet: not supported",
-					 (int)o->rep_pid[i], o->rep_fd[i], d->name, d->npending);
-		role = IBCR_SOCK_LISTEN;
-	} else if (d->peer && in_image(o, d->peer)) {	// NOLINT(bugprone-branch-clone)
-		role = IBCR_SOCK_PAIR;
-	} else if (d->peer && d->type != SOCK_STREAM && peer && peer->name[0]) {
-		role = IBCR_SOCK_BOUND;	/* a datagram socket, reconnected by name */
-	} else if (d->peer && peer) {
-		return 1;	/* connected to a process outside */
-	} else if (d->state == TCP_ESTABLISHED_STATE && d->type != SOCK_DGRAM) {
-		role = IBCR_SOCK_PAIR;	/* its peer is gone: restored closed */
-	} else {
-		role = d->name[0] ? IBCR_SOCK_BOUND : IBCR_SOCK_FRESH;
-	}
-	ob->aux[1] = (uint64_t)d->type | (uint64_t)role << 8;
-	ob->aux[2] = role == IBCR_SOCK_PAIR ? d->peer : 0;
-	ob->aux[3] = d->wq;	/* a listener's backlog */
-	free(o->f.paths[i]);
-	o->f.paths[i] = xstrdup(d->name);
-	put(&b, &len, 4);
-	put(&b, peer_name, len);
-	if ((fd = grab(o->rep_pid[i], o->rep_fd[i], e)) < 0)
-		return -1;
-	rc = role == IBCR_SOCK_LISTEN ? 0 : peek_queue(fd, d, &b, e);
-	close(fd);
-	o->f.data[i] = b.p;
-	ob->data_len = b.len;
-	return rc;
-}
-
-static uint32_t options(int fd, int family, int proto)
-{
-	static const struct {
-		int level, name;
-		uint32_t bit;
-	} opt[] = {
-		{ SOL_SOCKET, SO_REUSEADDR, IBCR_SOCKOPT_REUSEADDR },
-		{ SOL_SOCKET, SO_REUSEPORT, IBCR_SOCKOPT_REUSEPORT },
-		{ SOL_SOCKET, SO_KEEPALIVE, IBCR_SOCKOPT_KEEPALIVE },
-		{ IPPROTO_TCP, TCP_NODELAY, IBCR_SOCKOPT_NODELAY },
-		{ IPPROTO_IPV6, IPV6_V6ONLY, IBCR_SOCKOPT_V6ONLY },
-	};
-	uint32_t bits = 0;
-
-	for (size_t k = 0; k < sizeof(opt) / sizeof(opt[0]); k++) {
-		int v = 0;
-		socklen_t l = sizeof(v);
-
-		if ((opt[k].level == IPPROTO_TCP && proto != IPPROTO_TCP) ||
-		    (opt[k].level == IPPROTO_IPV6 && family != AF_INET6))
-			continue;
-		if (!getsockopt(fd, opt[k].level, opt[k].name, &v, &l) && v)
-			bits |= opt[k].bit;
-	}
-	return bits;
-}
-
-static int inet_socket(struct fobjs *o, uint32_t i, const struct sockdiag *d, struct ibcr_err *e)
 {
 	struct ibcr_fobj *ob = &o->f.objs[i];
 	struct sockaddr_in6 addr[2];
 	struct buf b = { 0 };
-	uint32_t role;
-	int fd, rc = 0, bound = ((struct sockaddr_in *)&d->local)->sin_port != 0;
+	char who[64];
+	int fd, rc = 0, role = inet_role(o, i, d, e);
 
-	if (d->proto == IPPROTO_TCP && d->state == TCP_LISTEN_STATE)
-		role = IBCR_SOCK_LISTEN;
-	else if (d->proto == IPPROTO_TCP && d->state != TCP_CLOSE_STATE && o->tcp_close)
-		role = IBCR_SOCK_CLOSED;
-	else if (d->proto == IPPROTO_TCP && d->state == TCP_ESTABLISHED_STATE)
-		role = IBCR_SOCK_REPAIR;
-	else if (d->proto == IPPROTO_TCP && d->state != TCP_CLOSE_STATE)
-		return ibcr_fail(e, "pid %d fd %d: TCP connection in state %d (%s) cannot be "
-				 "restored; saver --tcp-close gives it up",
-				 (int)o->rep_pid[i], o->rep_fd[i], d->state,
-				 d->state == 8 ? "closed by the peer" : "opening or closing");
-	else
-		role = bound ? IBCR_SOCK_BOUND : IBCR_SOCK_FRESH;
-	if ((fd = grab(o->rep_pid[i], o->rep_fd[i], e)) < 0)
+	if (role < 0 || (role == IBCR_SOCK_LISTEN && check_backlog(o, i, s, d, e)))
 		return -1;
+	if ((fd = grab_fd(o->rep_pid[i], o->rep_fd[i], e)) < 0)
+		return -1;
+	snprintf(who, sizeof(who), "pid %d fd %d", (int)o->rep_pid[i], o->rep_fd[i]);
 	ob->aux[1] = (uint64_t)d->family | (uint64_t)d->type << 8 | (uint64_t)role << 16;
+	if (d->type == SOCK_RAW || (d->proto != IPPROTO_TCP && d->proto != IPPROTO_UDP)) {
+		char one;
+
+		ob->aux[1] |= (uint64_t)(d->proto & 0xff) << 24;
+		if (recv(fd, &one, 1, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC) >= 0) {
+			close(fd);
+			return ibcr_fail(e, "%s: %s socket (protocol %d) with packets waiting, "
+					 "which a restore could not hand to it alone: try again",
+					 who, d->type == SOCK_RAW ? "raw" : "ICMP", d->proto);
+		}
+	}
 	ob->aux[2] = d->wq;	/* a listener's backlog */
-	ob->aux[3] = options(fd, d->family, d->proto);
+	ob->aux[3] = d->shutdown;
+	if (role == IBCR_SOCK_CLOSED)
+		o->given_up++;
+	/* before repair mode, which changes SO_REUSEADDR */
+	if (sockopt_capture(fd, i, d->family, d->type, d->proto,
+			    d->state != TCP_CLOSE_STATE && d->state != TCP_LISTEN_STATE &&
+			    d->proto == IPPROTO_TCP, who, &o->sockopts, e)) {
+		close(fd);
+		return -1;
+	}
 	memset(addr, 0, sizeof(addr));
 	memcpy(&addr[0], &d->local, sizeof(addr[0]));
 	memcpy(&addr[1], &d->remote, sizeof(addr[1]));
 	buf_put(&b, addr, sizeof(addr));
 	if (role == IBCR_SOCK_REPAIR && tcp_capture(o->rep_pid[i], o->rep_fd[i], fd, &b, e))
 		rc = -1;
+	if (!rc && d->proto == IPPROTO_UDP)
+		rc = peek_queue(fd, d, &b, e);
 	close(fd);
 	o->f.data[i] = b.p;
 	ob->data_len = b.len;
 	return rc;
 }
 
+/*
+ * The network lock, before any connection is captured: every connection
+ * taken over in repair mode and, when they are killed, the listeners.
+ */
+static int lock_network(struct fobjs *o, const struct socks *s, struct ibcr_err *e)
+{
+	if (o->tcp_close)
+		return 0;	/* given up: nothing to hold for a restore */
+	for (uint32_t i = 0; i < o->f.nobjs; i++) {
+		const struct ibcr_fobj *ob = &o->f.objs[i];
+		const struct sockdiag *d;
+		struct ibcr_err ignored;
+		int role;
+
+		if (ob->kind != IBCR_FD_UNIX || ob->aux[1] || !(d = sock_find(s, ob->aux[0])) ||
+		    d->family == AF_UNIX || d->proto != IPPROTO_TCP)
+			continue;
+		role = inet_role(o, i, d, &ignored);	/* refused later, with the reason */
+		if (role == IBCR_SOCK_REPAIR)
+			netlock_conn(&d->local, &d->remote);
+		else if (role == IBCR_SOCK_LISTEN)
+			netlock_listener(&d->local);
+	}
+	return netlock_take(o->image ? o->image : "?", o->kill, e);
+}
+
+/*
+ * A socket sock_diag does not list here: TCP and UDP sockets not bound
+ * yet (in none of the kernel's tables), raw and ICMP ("ping") sockets,
+ * netlink and packet ones. Its copy tells what it is; *domain says which
+ * of the last two it is when NULL is returned.
+ */
+static const struct sockdiag *unlisted(const struct fobjs *o, uint32_t i, struct sockdiag *d,
+				       int *domain)
+{
+	int v[3] = { 0, 0, 0 }, opt[3] = { SO_DOMAIN, SO_TYPE, SO_PROTOCOL };
+	struct ibcr_err ignored;
+	int fd = grab_fd(o->rep_pid[i], o->rep_fd[i], &ignored);
+	socklen_t ll = sizeof(d->local), rl = sizeof(d->remote);
+
+	*domain = -1;
+	if (fd < 0)
+		return NULL;
+	for (int k = 0; k < 3; k++) {
+		socklen_t l = sizeof(v[k]);
+
+		if (getsockopt(fd, SOL_SOCKET, opt[k], &v[k], &l))
+			v[0] = -1;
+	}
+	memset(d, 0, sizeof(*d));
+	d->local.ss_family = d->remote.ss_family = (sa_family_t)v[0];
+	if (v[0] == AF_INET || v[0] == AF_INET6) {
+		getsockname(fd, (struct sockaddr *)&d->local, &ll);
+		if (getpeername(fd, (struct sockaddr *)&d->remote, &rl))
+			memset(&d->remote, 0, sizeof(d->remote));
+		d->remote.ss_family = (sa_family_t)v[0];
+		/* a raw socket's "port" is its protocol, which binds nothing */
+		if (v[1] == SOCK_RAW)
+			((struct sockaddr_in *)&d->local)->sin_port = 0;
+	}
+	close(fd);
+	*domain = v[0];
+	if (v[0] != AF_INET && v[0] != AF_INET6)
+		return NULL;
+	d->ino = o->f.objs[i].aux[0];
+	d->family = v[0];
+	d->type = v[1];
+	d->proto = v[2];
+	d->state = TCP_CLOSE_STATE;
+	return d;
+}
+
 int sockets_finish(struct fobjs *o, struct ibcr_err *e)
 {
 	struct socks s = { NULL, 0 };
-	int rc = 0;
+	struct sockdiag fresh;
+	int rc = 0, domain;
 
 	for (uint32_t i = 0; i < o->f.nobjs && !s.d; i++)
 		if (o->f.objs[i].kind == IBCR_FD_UNIX && dump_all(&s, e))
 			return -1;
+	if (s.d && lock_network(o, &s, e)) {
+		sockdiag_free(s.d, s.n);
+		return -1;
+	}
 	for (uint32_t i = 0; i < o->f.nobjs && !rc; i++) {
 		struct ibcr_fobj *ob = &o->f.objs[i];
 		const struct sockdiag *d;
 
 		if (ob->kind != IBCR_FD_UNIX || ob->aux[1])
 			continue;
-		d = find(&s, ob->aux[0]);
+		d = sock_find(&s, ob->aux[0]);
+		if (!d && !(d = unlisted(o, i, &fresh, &domain)) && domain == AF_NETLINK) {
+			rc = netlink_socket(o, i, e);
+			continue;
+		}
+		if (!d && domain == AF_PACKET) {
+			rc = ibcr_fail(e, "pid %d fd %d: packet socket (AF_PACKET): not "
+				       "supported", (int)o->rep_pid[i], o->rep_fd[i]);
+			continue;
+		}
 		if (!d) {
-			ob->kind = IBCR_FD_STDIO;	/* netlink, packet...: see below */
+			ob->kind = IBCR_FD_STDIO;	/* leads outside? see below */
 			ob->aux[1] = 1;
 			continue;
 		}
@@ -268,13 +351,13 @@ int sockets_finish(struct fobjs *o, struct ibcr_err *e)
 			rc = unix_socket(o, i, &s, d, e);
 		else {
 			ob->kind = IBCR_FD_INET;
-			rc = inet_socket(o, i, d, e);
+			rc = inet_socket(o, i, &s, d, e);
 		}
 		if (rc > 0) {	/* leads outside: a std stream, if only on 0-2 */
 			ob->kind = IBCR_FD_STDIO;
 			rc = 0;
 		}
 	}
-	free(s.d);
+	sockdiag_free(s.d, s.n);
 	return rc;
 }

@@ -28,8 +28,18 @@
 /* The kernel's queue numbers (linux/tcp.h), which musl's headers leave out. */
 enum { QUEUE_RECV = 1, QUEUE_SEND = 2 };
 
-/* The copies in repair mode, to release (a static list: one saver run). */
-static int *repaired;
+#ifndef TCP_REPAIR_OFF_NO_WP
+#define TCP_REPAIR_OFF_NO_WP -1
+#endif
+
+/*
+ * The copies in repair mode, to release (a static list: one saver run),
+ * with what entering repair mode changed: it forces SO_REUSEADDR on
+ * (leaving it, off), which the original gets back as it was.
+ */
+static struct repaired {
+	int fd, reuse;
+} *repaired;
 static size_t nrepaired;
 
 static int get(int s, int opt, void *v, socklen_t n)
@@ -67,6 +77,39 @@ static int peek(int s, int q, uint32_t len, struct buf *b)
 	return 0;
 }
 
+/*
+ * The SYN or FIN a connection sent, and the FIN it received, are taken
+ * out of its numbers (image.h): the restore makes it established at
+ * these and replays them. A FIN not acknowledged yet counts in the send
+ * queue (SIOCOUTQ) and, not sent yet, in the unsent bytes; the receive
+ * queue's length leaves a received FIN out already. The receive window
+ * keeps its right edge.
+ */
+static void without_flags(struct ibcr_tcp *t)
+{
+	int fin_out = t->state == IBCR_TCP_FIN_WAIT1 || t->state == IBCR_TCP_FIN_WAIT2 ||
+		      t->state == IBCR_TCP_LAST_ACK || t->state == IBCR_TCP_CLOSING;
+	int fin_in = t->state == IBCR_TCP_CLOSE_WAIT || t->state == IBCR_TCP_LAST_ACK ||
+		     t->state == IBCR_TCP_CLOSING;
+
+	if (t->state == IBCR_TCP_SYN_SENT) {
+		t->snd_seq--;	/* the SYN */
+		t->inq = t->outq = t->unsent = 0;
+	}
+	if (fin_out) {
+		t->snd_seq--;
+		if (t->state != IBCR_TCP_FIN_WAIT2 && t->outq)
+			t->outq--;
+		if (t->unsent)
+			t->unsent--;
+	}
+	if (fin_in) {
+		t->rcv_seq--;
+		t->rcv_wup--;
+		t->rcv_wnd++;
+	}
+}
+
 static int state_of(int s, struct ibcr_tcp *t)
 {
 	struct tcp_repair_window w;
@@ -91,42 +134,57 @@ static int state_of(int s, struct ibcr_tcp *t)
 	t->max_window = w.max_window;
 	t->rcv_wnd = w.rcv_wnd;
 	t->rcv_wup = w.rcv_wup;
+	t->state = ti.tcpi_state;
+	without_flags(t);
 	return 0;
 }
 
 int tcp_capture(pid_t pid, int fd, int s, struct buf *b, struct ibcr_err *e)
 {
 	struct ibcr_tcp t = { 0 };
-	int on = TCP_REPAIR_ON;
+	int on = TCP_REPAIR_ON, reuse = 0;
+	socklen_t rl = sizeof(reuse);
 
-	if (setsockopt(s, IPPROTO_TCP, TCP_REPAIR, &on, sizeof(on)))
-		return ibcr_fail_errno(e, errno, "pid %d fd %d: established TCP connection: "
-				       "repair mode (needs CAP_NET_ADMIN; saver --tcp-close "
-				       "gives the connection up instead)", (int)pid, fd);
-	repaired = xrealloc(repaired, sizeof(int) * (nrepaired + 1));
-	repaired[nrepaired++] = dup(s);
-	if (repaired[nrepaired - 1] < 0 || state_of(s, &t))
-		return ibcr_fail_errno(e, errno, "pid %d fd %d: established TCP connection: "
-				       "reading its state", (int)pid, fd);
+	if (getsockopt(s, SOL_SOCKET, SO_REUSEADDR, &reuse, &rl) ||
+	    setsockopt(s, IPPROTO_TCP, TCP_REPAIR, &on, sizeof(on)))
+		return ibcr_fail_errno(e, errno, "pid %d fd %d: TCP connection: repair mode "
+				       "(needs CAP_NET_ADMIN; saver --tcp-close gives the "
+				       "connection up instead)", (int)pid, fd);
+	repaired = xrealloc(repaired, sizeof(*repaired) * (nrepaired + 1));
+	repaired[nrepaired++] = (struct repaired){ dup(s), reuse };
+	if (repaired[nrepaired - 1].fd < 0 || state_of(s, &t))
+		return ibcr_fail_errno(e, errno, "pid %d fd %d: TCP connection: reading its "
+				       "state", (int)pid, fd);
 	buf_put(b, &t, sizeof(t));
 	if (peek(s, QUEUE_RECV, t.inq, b) || peek(s, QUEUE_SEND, t.outq, b))
-		return ibcr_fail_errno(e, errno, "pid %d fd %d: established TCP connection: "
-				       "reading its queues (%u bytes received, %u to send)",
+		return ibcr_fail_errno(e, errno, "pid %d fd %d: TCP connection: reading its "
+				       "queues (%u bytes received, %u to send)",
 				       (int)pid, fd, t.inq, t.outq);
 	return 0;
 }
 
+/*
+ * Out of repair mode, as the original was: without the window probe
+ * leaving it sends (nothing changed that the peer must hear of), and
+ * with its SO_REUSEADDR back.
+ */
+static void leave_repair(const struct repaired *r)
+{
+	int off = TCP_REPAIR_OFF_NO_WP, plain = TCP_REPAIR_OFF;
+
+	if (setsockopt(r->fd, IPPROTO_TCP, TCP_REPAIR, &off, sizeof(off)))
+		setsockopt(r->fd, IPPROTO_TCP, TCP_REPAIR, &plain, sizeof(plain));
+	setsockopt(r->fd, SOL_SOCKET, SO_REUSEADDR, &r->reuse, sizeof(r->reuse));
+}
+
 void tcp_release(int killed)
 {
-	int off = TCP_REPAIR_OFF;
-
 	for (size_t i = 0; i < nrepaired; i++) {
-		if (repaired[i] < 0)
+		if (repaired[i].fd < 0)
 			continue;
-		/* a process that runs on sends again (and a window probe) */
 		if (!killed)
-			setsockopt(repaired[i], IPPROTO_TCP, TCP_REPAIR, &off, sizeof(off));
-		close(repaired[i]);
+			leave_repair(&repaired[i]);
+		close(repaired[i].fd);
 	}
 	free(repaired);
 	repaired = NULL;

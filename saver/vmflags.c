@@ -30,6 +30,8 @@ void vmflags_preread(struct target *t)
 
 	if (maps_read(t->pid, 1, &t->pre, &t->npre, &e))
 		t->pre = NULL;	/* read in the freeze then, with its errors */
+	else
+		shm_copy_reserve(t->pre, t->npre);	/* shmsnap.c */
 }
 
 static int same_region(const struct maps_entry *a, const struct maps_entry *b)

@@ -23,6 +23,8 @@
 #include "ibcr_verbs_abi.h"
 #include "filedata.h"
 #include "image_io.h"
+#include "netlock.h"
+#include "sockopt.h"
 
 /* Registers are arch-specific; these offsets work for either image. */
 static void pc_sp(uint32_t arch, const uint8_t *gp, uint32_t n,
@@ -70,6 +72,7 @@ static const char *fd_kind(uint32_t k)
 	case IBCR_FD_FIFO: return "fifo";
 	case IBCR_FD_UNIX: return "unix";
 	case IBCR_FD_INET: return "inet";
+	case IBCR_FD_NETLINK: return "netlink";
 	case IBCR_FD_EVENTFD: return "eventfd";
 	case IBCR_FD_TIMERFD: return "timerfd";
 	case IBCR_FD_SIGNALFD: return "sigfd";
@@ -170,9 +173,12 @@ static void print_vmas(const struct ibcr_process_state *ps)
 		const struct ibcr_vma *v = &ps->vmas[i];
 		char kind[32];
 
-		/* +thp: it had transparent huge pages, and gets them again */
-		snprintf(kind, sizeof(kind), "%s%s", kind_name(v),
-			 (v->flags & IBCR_VMAF_THP) ? "+thp" : "");
+		/* +thp: it had transparent huge pages, and gets them again; */
+		/* +cow: some pages are its parent's, +cowsrc: children share some */
+		snprintf(kind, sizeof(kind), "%s%s%s%s", kind_name(v),
+			 (v->flags & IBCR_VMAF_THP) ? "+thp" : "",
+			 (v->flags & IBCR_VMAF_COW) ? "+cow" : "",
+			 (v->flags & IBCR_VMAF_COWSRC) ? "+cowsrc" : "");
 		printf("    %012llx-%012llx %c%c%c%c %-11s %10llu  %s\n",
 		       (unsigned long long)v->start, (unsigned long long)v->end,
 		       (v->prot & PROT_READ) ? 'r' : '-', (v->prot & PROT_WRITE) ? 'w' : '-',
@@ -231,6 +237,32 @@ static void print_inet(const struct ibcr_fobj *o, const uint8_t *data)
 	}
 }
 
+/* A socket's saved options: ints as numbers, the rest as bytes. */
+static void print_sockopts(const struct ibcr_files *f, uint32_t obj)
+{
+	const struct ibcr_sockopts *so = f->sockopts;
+
+	for (uint32_t i = 0; so && i < so->n; i++) {
+		const struct ibcr_sockopt *o = &so->o[i];
+		const struct sockopt_desc *d = sockopt_find(o->level, o->name);
+		const uint8_t *v = so->data + o->data_off;
+		int32_t iv;
+
+		if (o->obj != obj)
+			continue;
+		printf("             option %s", d ? d->label : "?");
+		if (o->len == 4 && d && d->how != SOH_FILTER) {
+			memcpy(&iv, v, 4);
+			printf(" %d", iv);
+		} else if (d && d->varlen && d->how != SOH_FILTER) {
+			printf(" \"%.*s\"", (int)strnlen((const char *)v, o->len), (const char *)v);
+		} else {
+			printf(" (%u bytes)", o->len);
+		}
+		printf("\n");
+	}
+}
+
 static void print_external(const struct ibcr_fobj *o, const uint8_t *data)
 {
 	static const char *const what[] = { "?", "closed", "/dev/null", "restart-loader's own",
@@ -283,6 +315,8 @@ static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process
 		else if (o->data_len)
 			printf(" (%llu bytes in it)", (unsigned long long)o->data_len);
 		printf("\n");
+		if (o->kind == IBCR_FD_INET || o->kind == IBCR_FD_UNIX || o->kind == IBCR_FD_NETLINK)
+			print_sockopts(files, ps->fds[i].obj);
 	}
 	for (uint32_t i = 0; i < ps->nopaque; i++) {
 		const struct ibcr_opaque *o = &ps->opaque[i];
@@ -362,6 +396,9 @@ int main(int argc, char **argv)
 {
 	struct img_reader r;
 	struct ibcr_files files = { 0 };
+	struct ibcr_sockopts sockopts = { 0 };
+	struct ibcr_netlock lock;
+	int locked = 0;
 	struct ibcr_sysvipc ipc = { 0 };
 	struct ibcr_err e = { "" };
 	int verify = 0, rc = 0;
@@ -390,11 +427,17 @@ int main(int argc, char **argv)
 	       path, r.hdr.version, ibcr_arch_name(r.hdr.arch), r.hdr.page_size,
 	       r.hdr.nprocs, r.nsecs,
 	       (r.hdr.flags & IBCR_HDRF_SELF_CONTAINED) ? ", self-contained" : "");
-	if (imgr_load_files(&r, &files, &e) || imgr_load_sysvipc(&r, &ipc, &e) ||
+	if (imgr_load_files(&r, &files, &e) ||
+	    imgr_load_sockopts(&r, files.nobjs, &sockopts, &e) ||
+	    imgr_load_netlock(&r, &lock, &locked, &e) || imgr_load_sysvipc(&r, &ipc, &e) ||
 	    print_portable(&r, verify, &e))
 		rc = 1;
 	else
 		print_sysvipc(&ipc);
+	files.sockopts = &sockopts;
+	if (!rc && locked)
+		printf("network lock: nftables table inet %s, %u connection(s), %u listener(s)\n",
+		       lock.table, lock.nconns, lock.nlisteners);
 	for (uint32_t i = 0; i < r.hdr.nprocs && !rc; i++) {
 		struct ibcr_process_state ps;
 

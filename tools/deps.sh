@@ -4,12 +4,13 @@
 #
 #   tools/deps.sh build   compilers and libraries for `make`
 #   tools/deps.sh check   the above, plus what `make check` runs
+#   tools/deps.sh pkg P...  the Debian packages P (a test's own servers)
 set -euo pipefail
 
 BUILD_PKGS=(gcc make musl-tools musl-dev nasm zlib1g-dev libcmocka-dev libzstd-dev
 	binutils file libibverbs-dev rdma-core ibverbs-providers librdmacm1)
 CHECK_PKGS=(python3 procps util-linux coreutils bash sqlite3 openmpi-bin libopenmpi-dev
-	cppcheck clang-tidy umoci runc)
+	cppcheck clang-tidy umoci runc nftables iproute2)
 
 missing() {
 	local p out=()
@@ -38,5 +39,6 @@ install() {
 case "${1:-build}" in
 build) install "${BUILD_PKGS[@]}" ;;
 check) install "${BUILD_PKGS[@]}" "${CHECK_PKGS[@]}" ;;
-*) echo "usage: $0 build|check" >&2; exit 2 ;;
+pkg) shift; install "$@" ;;
+*) echo "usage: $0 build|check|pkg PACKAGE..." >&2; exit 2 ;;
 esac

@@ -36,6 +36,11 @@ int uffd_open(struct plan *p, const struct plan_vma *v);
 uint32_t uffd_fill(struct plan *p, const struct plan_vma *v, int fd, uint64_t *upto);
 void uffd_close(struct plan *p, const struct plan_vma *v, int fd);
 
+/* lazy.c: regions the loader fills once the program runs (--lazy) */
+long core_lazy_open(struct plan *p);
+int core_lazy_register(struct plan *p, long fd, const struct plan_vma *v);
+void core_lazy_handover(struct plan *p, long fd, uint64_t nregistered);
+
 /* attrs.c: a thread's scheduling, affinity, slack; its parent-death signal */
 void core_thread_attrs(struct plan *p, const struct plan_thread *t);
 void core_thread_attrs_late(struct plan *p, const struct plan_thread *t);

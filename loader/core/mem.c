@@ -12,11 +12,18 @@
 /* Reads are chunked so that each chunk is still in cache for its checksum. */
 #define CHUNK (4ul << 20)
 
+#ifndef MAP_DROPPABLE
+#define MAP_DROPPABLE 0x08	/* a mapping type, as MAP_PRIVATE is (6.11) */
+#endif
+
 static int map_flags(const struct plan_vma *v)
 {
 	int f = MAP_FIXED;
 
-	f |= (v->flags & IBCR_VMAF_SHARED) ? MAP_SHARED : MAP_PRIVATE;
+	if (v->flags & IBCR_VMAF_DROPPABLE)
+		f |= MAP_DROPPABLE;
+	else
+		f |= (v->flags & IBCR_VMAF_SHARED) ? MAP_SHARED : MAP_PRIVATE;
 	if (v->fd < 0)
 		f |= MAP_ANONYMOUS;
 	if (v->flags & IBCR_VMAF_GROWSDOWN)
@@ -386,12 +393,33 @@ static void ask_loader(struct plan *p, const struct plan_vma *v, int writable)
 		sys_exit_group(127);	/* 'N' without a descriptor: a loader bug */
 }
 
-static void map_one(struct plan *p, const struct plan_vma *prev, const struct plan_vma *v)
+/*
+ * Built and filled by the loader before this process forked its children
+ * (loader/cow.c), who share its pages copy-on-write, or inherited so from
+ * the parent: moved into place, which keeps the pages and their sharing.
+ * It gets the protection it would have been mapped with first, as a
+ * region just mapped would (temp_prot: kept apart from its neighbour).
+ */
+static long move_built(struct plan *p, const struct plan_vma *v, int prot)
+{
+	uint64_t len = v->end - v->start;
+	long rc = prot == (PROT_READ | PROT_WRITE) ? 0 : sys_mprotect(v->cow_src, len, prot);
+
+	if (rc)
+		core_die(p, "region %#lx-%#lx (%s): protecting its pages at %#lx: error %ld",
+			 (unsigned long)v->start, (unsigned long)v->end, v->name,
+			 (unsigned long)v->cow_src, -rc);
+	return sys_mremap(v->cow_src, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, v->start);
+}
+
+/* Returns 1 when v was registered for the loader to fill later (lazy.c). */
+static int map_one(struct plan *p, const struct plan_vma *prev, const struct plan_vma *v,
+		   long lazy_fd)
 {
 	uint64_t len = v->end - v->start, off = v->data_off;
 	int prot = may_write(v) ? temp_prot(prev, v) : (int)v->prot;
 	int flags = map_flags(v) | ((v->flags & IBCR_VMAF_NORESERVE) ? MAP_NORESERVE : 0);
-	int memfd = -1, apart;
+	int memfd = -1, apart, lazy = 0;
 	uint32_t crc = 0;
 	long rc;
 
@@ -401,6 +429,8 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 		/* the same pages as the loader's object: old size 0 maps them again */
 		prot = PROT_READ | PROT_WRITE;
 		rc = sys_mremap(v->shm_src, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, v->start);
+	} else if (v->cow_src) {
+		rc = move_built(p, v, prot);
 	} else {
 		rc = sys_mmap(v->start, len, prot, flags, v->fd, v->pgoff);
 	}
@@ -409,11 +439,19 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 			 (unsigned long)v->start, (unsigned long)v->end, v->name, -rc);
 	advise(p, v, IBCR_MADV_HUGEPAGE, MADV_HUGEPAGE);
 	advise(p, v, IBCR_MADV_NOHUGEPAGE, MADV_NOHUGEPAGE);
-	apart = (prot & PROT_WRITE) && could_merge(prev, v);
+	/* MADV_DODUMP is refused on droppable memory: its first write is all */
+	apart = (prot & PROT_WRITE) && could_merge(prev, v) &&
+		!(v->flags & IBCR_VMAF_DROPPABLE);
 	if (apart)
 		set_dontdump(p, v, !(v->madv & IBCR_MADV_DONTDUMP));
-	if (v->shm_src) {
-		crc = v->data_crc;	/* filled, and checked, by the loader */
+	if (v->lazy && lazy_fd >= 0 && !v->shm_src && !v->cow_src) {
+		/* its anon_vma now, while the flags keep it apart: no write of ours comes */
+		own_anon_vma(p, v);
+		lazy = core_lazy_register(p, lazy_fd, v);
+	}
+	if (lazy || v->shm_src || v->cow_src) {
+		/* filled, and checked, by the loader (lazy: chunk by chunk, later) */
+		crc = v->data_crc;
 	} else if (v->data_len && (p->flags & PLAN_FILL_BY_LOADER)) {
 		ask_loader(p, v, prot & PROT_WRITE);
 		crc = v->data_crc;	/* checked by the loader */
@@ -430,7 +468,8 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 		core_die(p, "image %s: region %#lx-%#lx (%s): page data is corrupt "
 			 "(checksum mismatch); nothing was resumed", p->image_path,
 			 (unsigned long)v->start, (unsigned long)v->end, v->name);
-	if (apart && !v->data_len)
+	/* a built region has its anon_vma, and a write could break its sharing */
+	if (apart && !v->data_len && !v->cow_src)
 		own_anon_vma(p, v);
 	if (apart)
 		set_dontdump(p, v, v->madv & IBCR_MADV_DONTDUMP);
@@ -452,12 +491,14 @@ static void map_one(struct plan *p, const struct plan_vma *prev, const struct pl
 			core_die(p, "locking region %#lx-%#lx (%s) in memory: error %ld",
 				 (unsigned long)v->start, (unsigned long)v->end, v->name, -rc);
 	}
+	return lazy;
 }
 
 void core_map_regions(struct plan *p)
 {
 	const struct plan_vma *prev = 0;
-	long rc;
+	long rc, lazy_fd = core_lazy_open(p);
+	uint64_t nlazy = 0;
 
 	for (uint64_t i = 0; i < p->nvmas; i++) {
 		const struct plan_vma *v = &p->vmas[i];
@@ -466,7 +507,7 @@ void core_map_regions(struct plan *p)
 			prev = 0;	/* moved already / owned by a stage */
 			continue;
 		}
-		map_one(p, prev, v);
+		nlazy += (uint64_t)map_one(p, prev, v, lazy_fd);
 		prev = v;
 	}
 	for (uint64_t i = 0; i < p->nshm; i++) {
@@ -475,4 +516,5 @@ void core_map_regions(struct plan *p)
 			core_die(p, "unmapping the loader's shared object at %#lx: error %ld",
 				 (unsigned long)p->shm[i].start, -rc);
 	}
+	core_lazy_handover(p, lazy_fd, nlazy);
 }

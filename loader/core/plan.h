@@ -36,8 +36,9 @@ struct plan_vma {
 	uint64_t start, end, pgoff;
 	uint32_t prot, flags, kind, madv;
 	int32_t fd;		/* backing file opened by the loader, or -1 */
-	uint32_t pad;
+	uint32_t lazy;		/* filled by the loader once the threads run */
 	uint64_t shm_src;	/* shared object's pages in the loader's mapping, or 0 */
+	uint64_t cow_src;	/* built there, filled (loader/cow.c): moved, or 0 */
 	uint32_t data_crc;
 	const struct ibcr_run *runs;
 	uint64_t nruns;
@@ -113,6 +114,7 @@ struct plan_mm_map {
 #define PLAN_NO_UFFD 0x10	/* IBCR_NO_UFFD=1: fill without userfaultfd */
 #define PLAN_SECCOMP 0x20	/* threads under seccomp: the loader traces them */
 				/* with PTRACE_O_SUSPEND_SECCOMP to the end */
+#define PLAN_LAZY 0x40		/* regions with `lazy` go to the loader (core/lazy.c) */
 
 struct plan {
 	uint64_t magic;

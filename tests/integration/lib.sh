@@ -28,6 +28,11 @@ cleanup() {
 	local p
 	for p in "${STARTED[@]}"; do kill_tree "$p"; done
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
+	# a network lock of a test that failed before its restore: its image
+	# is gone now, so --unlock-net takes it (and no one else's)
+	if [ -z "${KEEP:-}" ] && nft list tables 2>/dev/null | grep -q ' ibcr-'; then
+		"$SAVER" --unlock-net >/dev/null 2>&1 || true
+	fi
 }
 trap cleanup EXIT
 

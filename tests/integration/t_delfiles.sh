@@ -17,7 +17,11 @@
 #   mapping of a deleted file was refused, a private one a copy);
 # - a directory removed while open, and a removed working directory:
 #   removed directories again, under their names (the saver took them,
-#   the loader refused them: "does not exist").
+#   the loader refused them: "does not exist");
+# - a restore while a file has a deleted file's name (open, or mapped)
+#   is refused, naming it, and leaves that file as it was: the deleted
+#   file comes back under its own name or not at all (it came back
+#   under another one, "#INODE", when the name was taken).
 # Each mode first runs without a checkpoint: its checks pass.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/gate.sh"
@@ -40,6 +44,19 @@ gate_mode delfiles deldir
 for mode in holes linked exec deldir; do
 	gate_mode_nobody delfiles $mode
 done
+# refused_name DIR NAME HOW: DIR/img refused while DIR/NAME is taken
+refused_name() {
+	echo other >"$1/$2"
+	if "$LOADER" "$1/img" >"$1/refused.out" 2>&1; then
+		fail "a restore while $1/$2 exists was not refused"
+	fi
+	grep -qF "$1/$2: the process $3 a deleted file of this name, and a file of this name exists now" "$1/refused.out" ||
+		fail "the refusal does not name $1/$2: $(cat "$1/refused.out")"
+	[ "$(cat "$1/$2")" = other ] || fail "the refused restore changed $1/$2"
+	rm "$1/$2"
+}
+refused_name "$T/delfiles.big" big "had open"
+refused_name "$T/delfiles.mapped" m mapped
 grep -qE "^ *fd 4 +deldir .*/delfiles.deldir/d$" "$T/delfiles.deldir/info" || fail "fd 4 is not a removed directory: $(grep ' fd ' "$T/delfiles.deldir/info")"
 grep -qE "^ *fd 3 +file .*/delfiles.linked/b$" "$T/delfiles.linked/info" || fail "fd 3 is not saved as the file b: $(grep ' fd ' "$T/delfiles.linked/info")"
 exit 0

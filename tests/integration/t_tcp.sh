@@ -19,15 +19,18 @@ grep -qE 'inet .*\(([2-9][0-9]{2}|[0-9]{4,}) bytes in it\)' "$T/info.out" ||
 	fail "the connection holds no queued bytes: $(grep inet "$T/info.out")"
 wait "$pid" 2>/dev/null || true
 while [ -e "/proc/$child" ]; do sleep 0.05; done
-# Someone else used the listener's port meanwhile and closed first: a
-# connection in TIME_WAIT holds the port, refusing a plain bind.
+# Someone else used the listener's port meanwhile, as the local port of
+# a connection, and closed first: a connection in TIME_WAIT holds the
+# port, refusing a plain bind. (Connections *to* the port would wait:
+# the network lock holds new connections to the image's listeners.)
 port=$(sed -n 's/.* listen 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$T/info.out" | head -n 1)
 [ -n "$port" ] || fail "no listener in the image: $(grep inet "$T/info.out")"
 python3 - "$port" <<'PY' || fail "could not leave a TIME_WAIT connection on port $port"
 import socket, sys
-l = socket.socket(); l.bind(("127.0.0.1", int(sys.argv[1]))); l.listen()
-c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s, _ = l.accept(); s.close(); c.close(); l.close()
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
+c = socket.socket(); c.bind(("127.0.0.1", int(sys.argv[1])))
+c.connect(l.getsockname())
+s, _ = l.accept(); c.close(); s.close(); l.close()
 PY
 ss -tan state time-wait "( sport = :$port )" | grep -q ":$port" ||
 	fail "no TIME_WAIT connection on port $port to test with"

@@ -9,7 +9,8 @@
  *            0640, owner 1234:5678 (as root), set access and modification
  *            times; a memfd with a hole too
  *   big      a deleted file of 70 MiB of data (more than the 64 MiB held
- *            in memory at checkpoint), each page its own bytes
+ *            in memory at checkpoint), each page its own bytes, its fd
+ *            link still "big (deleted)"
  *   shared   a deleted file and a memfd, each opened again by a child
  *            through /proc/PPID/fd (another open file description of the
  *            same file): after the restore what the child writes through
@@ -129,6 +130,20 @@ static void holes(void)
 	}
 }
 
+/* fd's link in /proc ends in "/NAME (deleted)". */
+static void deleted_link(int fd, const char *name)
+{
+	char link[64], want[64], got[4096];
+	ssize_t k;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	k = readlink(link, got, sizeof(got) - 1);
+	got[k > 0 ? k : 0] = 0;
+	snprintf(want, sizeof(want), "/%s (deleted)", name);
+	check(k > 0 && strlen(got) > strlen(want) && !strcmp(got + strlen(got) - strlen(want), want),
+	      "fd %d is %s, not the deleted %s", fd, got, name);
+}
+
 static void big(void)
 {
 	int fd = open("big", O_CREAT | O_RDWR | O_TRUNC, 0600);
@@ -143,6 +158,7 @@ static void big(void)
 	check(lseek(fd, 12345, SEEK_SET) == 12345, "lseek");
 	gate_wait();
 	check(lseek(fd, 0, SEEK_CUR) == 12345, "offset %ld", (long)lseek(fd, 0, SEEK_CUR));
+	deleted_link(fd, "big");
 	for (long mib = 0; mib < 70; mib++) {
 		check(pread(fd, b, MIB, mib * MIB) == MIB, "reading MiB %ld", mib);
 		for (long p = 0; p < 256; p++) {

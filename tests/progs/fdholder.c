@@ -5,7 +5,7 @@
  * running). KIND, with files made in the working directory:
  *
  *   pidfd           a pidfd of its parent, outside the image (not supported)
- *   netlink         a netlink (route) socket (not supported)
+ *   netlink         a netlink (route) socket
  *   proc-self       /proc/self/stat (not supported: a file of the process
  *                   itself, which a restore gives another pid or none)
  *   proc-self-dir   /proc/self/fd, a directory (not supported either)

@@ -448,14 +448,28 @@ static void cmd_cached(const char *path)
 	close(fd);
 }
 
+/* The image out of the page cache: the next restore reads it cold. */
+static void cmd_uncache(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || fdatasync(fd) || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
+		die("%s: dropping it from the page cache: %s", path, strerror(errno));
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 2 ? argv[1] : "";
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: imgtool sections|flip|flip-region|set-header|set-oom|syscall|xstate|vdso-rename|cached "
+		fprintf(stderr, "usage: imgtool sections|flip|flip-region|set-header|set-oom|syscall|xstate|vdso-rename|cached|uncache "
 				"IMAGE [ARGS]\n");
 		return 2;
+	}
+	if (!strcmp(cmd, "uncache") && argc == 3) {
+		cmd_uncache(argv[2]);
+		return 0;
 	}
 	if (!strcmp(cmd, "cached") && argc == 3) {
 		cmd_cached(argv[2]);

@@ -6,10 +6,18 @@
  * in /proc/self/smaps ("FAIL ..." and exit 1 on a difference).
  *
  *   madvise MODE TICKS MS
- *     MODE all       also DONTFORK and WIPEONFORK regions (no fork
- *                    snapshot is possible: the saver writes while frozen)
+ *     MODE all       also DONTFORK and WIPEONFORK regions and a
+ *                    MAP_DROPPABLE one (no fork snapshot is possible:
+ *                    the saver writes while frozen); every tick a forked
+ *                    child checks what a fork gives it: no DONTFORK
+ *                    region, zeros in the WIPEONFORK and DROPPABLE ones
  *     MODE forksafe  only what a fork copies: HUGEPAGE, NOHUGEPAGE,
- *                    DONTDUMP, mlock (the saver writes from a snapshot)
+ *                    DONTDUMP, MERGEABLE, mlock (the saver writes from a
+ *                    snapshot)
+ *
+ * A DROPPABLE region's pages may be dropped by the kernel under memory
+ * pressure (they read as zeros then): each of its pages must hold its
+ * pattern or be all zeros.
  *
  * Lines: "region NAME ADDR FLAG" once at the start (FLAG is "-" when the
  * kernel refused the advice: then it is not checked), "tick N pid P",
@@ -17,6 +25,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -26,24 +35,32 @@
 #include "smaps.h"
 
 #define PAGES 16
+#ifndef MAP_DROPPABLE
+#define MAP_DROPPABLE 0x08	/* Linux 6.11 */
+#endif
+#define DROPPABLE -2		/* not an advice: mapped MAP_DROPPABLE */
 
 struct region {
 	const char *name;
-	int advice;		/* MADV_*, or -1: mlock, 0: none */
+	int advice;		/* MADV_*, or -1: mlock, DROPPABLE, 0: none */
 	const char *flag;	/* its VmFlags mnemonic */
 	int forksafe;
+	const char *implied;	/* flags of others it has too, or NULL */
 	uint64_t *p;
 	int on;			/* the advice took */
 };
 
 static struct region regions[] = {
-	{ "plain", 0, NULL, 1, NULL, 0 },
-	{ "dontfork", MADV_DONTFORK, "dc", 0, NULL, 0 },
-	{ "wipeonfork", MADV_WIPEONFORK, "wf", 0, NULL, 0 },
-	{ "hugepage", MADV_HUGEPAGE, "hg", 1, NULL, 0 },
-	{ "nohugepage", MADV_NOHUGEPAGE, "nh", 1, NULL, 0 },
-	{ "dontdump", MADV_DONTDUMP, "dd", 1, NULL, 0 },
-	{ "locked", -1, "lo", 1, NULL, 0 },
+	{ "plain", 0, NULL, 1, NULL, NULL, 0 },
+	{ "dontfork", MADV_DONTFORK, "dc", 0, NULL, NULL, 0 },
+	{ "wipeonfork", MADV_WIPEONFORK, "wf", 0, NULL, NULL, 0 },
+	{ "hugepage", MADV_HUGEPAGE, "hg", 1, NULL, NULL, 0 },
+	{ "nohugepage", MADV_NOHUGEPAGE, "nh", 1, NULL, NULL, 0 },
+	{ "dontdump", MADV_DONTDUMP, "dd", 1, NULL, NULL, 0 },
+	{ "mergeable", MADV_MERGEABLE, "mg", 1, NULL, NULL, 0 },
+	{ "locked", -1, "lo", 1, NULL, NULL, 0 },
+	/* the kernel makes it WIPEONFORK and DONTDUMP too */
+	{ "droppable", DROPPABLE, "dp", 0, " wf dd ", NULL, 0 },
 };
 #define NREG (sizeof(regions) / sizeof(regions[0]))
 
@@ -74,6 +91,29 @@ static int has_flag(const char *flags, const char *flag)
 	return 0;
 }
 
+/* Word i of region r holds its pattern (or a dropped page's zero). */
+static int intact(size_t r, size_t i)
+{
+	const uint64_t *page = regions[r].p + i / 512 * 512;
+
+	if (regions[r].p[i] == mix(r * WORDS + i))
+		return 1;
+	if (regions[r].advice != DROPPABLE)
+		return 0;
+	for (size_t k = 0; k < 512; k++)
+		if (page[k])
+			return 0;
+	return 1;
+}
+
+static int implied(const struct region *g, const char *flag)
+{
+	char pat[8];
+
+	snprintf(pat, sizeof(pat), " %s ", flag);
+	return g->implied && strstr(g->implied, pat);
+}
+
 static int check(void)
 {
 	for (size_t r = 0; r < NREG; r++) {
@@ -83,7 +123,7 @@ static int check(void)
 		if (!g->p)
 			continue;
 		for (size_t i = 0; i < WORDS; i++)
-			if (g->p[i] != mix(r * WORDS + i)) {
+			if (!intact(r, i)) {
 				printf("FAIL %s: word %zu changed\n", g->name, i);
 				return -1;
 			}
@@ -98,12 +138,52 @@ static int check(void)
 		}
 		/* the others stay off: none leaks onto a neighbour */
 		for (size_t k = 0; k < NREG; k++)
-			if (k != r && regions[k].flag &&
+			if (k != r && regions[k].flag && !implied(g, regions[k].flag) &&
 			    has_flag(flags, regions[k].flag)) {
 				printf("FAIL %s: VmFlags with %s:%s", g->name,
 				       regions[k].flag, flags);
 				return -1;
 			}
+	}
+	return 0;
+}
+
+/* What a fork gives a child: checked in one, which says why it fails. */
+static int child_view(void)
+{
+	for (size_t r = 0; r < NREG; r++) {
+		const struct region *g = &regions[r];
+		char flags[512];
+
+		if (!g->p || !g->on)
+			continue;
+		vmflags_of((uintptr_t)g->p, flags, sizeof(flags));
+		if (g->advice == MADV_DONTFORK && flags[0]) {
+			printf("FAIL child: the DONTFORK region is there\n");
+			return 1;
+		}
+		for (size_t i = 0; (g->advice == MADV_WIPEONFORK || g->advice == DROPPABLE) &&
+				   i < WORDS; i++)
+			if (g->p[i]) {
+				printf("FAIL child: %s word %zu is not zero\n", g->name, i);
+				return 1;
+			}
+	}
+	return 0;
+}
+
+static int check_fork(void)
+{
+	int st = 0;
+	pid_t c;
+
+	fflush(stdout);
+	c = fork();
+	if (c == 0)
+		_exit(child_view());
+	if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		printf("FAIL the forked child's view (status %#x)\n", st);
+		return -1;
 	}
 	return 0;
 }
@@ -122,7 +202,13 @@ int main(int argc, char **argv)
 		if (forksafe && !g->forksafe)
 			continue;
 		g->p = mmap(NULL, WORDS * 8, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			    (g->advice == DROPPABLE ? MAP_DROPPABLE : MAP_PRIVATE) | MAP_ANONYMOUS,
+			    -1, 0);
+		if (g->p == MAP_FAILED && g->advice == DROPPABLE) {
+			g->p = NULL;	/* before 6.11: said below */
+			printf("region %s - -\n", g->name);
+			continue;
+		}
 		if (g->p == MAP_FAILED) {
 			perror("mmap");
 			return 2;
@@ -131,8 +217,10 @@ int main(int argc, char **argv)
 			g->p[i] = mix(r * WORDS + i);
 		if (g->advice > 0)
 			g->on = !madvise(g->p, WORDS * 8, g->advice);
-		else if (g->advice < 0)
+		else if (g->advice == -1)
 			g->on = !mlock(g->p, WORDS * 8);
+		else if (g->advice == DROPPABLE)
+			g->on = 1;
 		printf("region %s %p %s\n", g->name, (void *)g->p,
 		       g->flag ? (g->on ? g->flag : "-") : "none");
 	}
@@ -141,7 +229,7 @@ int main(int argc, char **argv)
 	for (long n = 0; n < ticks; n++) {
 		printf("tick %ld pid %d\n", n, (int)getpid());
 		nanosleep(&ts, NULL);
-		if (check())
+		if (check() || (!forksafe && check_fork()))
 			return 1;
 	}
 	printf("DONE pid %d\n", (int)getpid());

@@ -6,9 +6,9 @@
  * hold data most of the time; every 100 records the parent prints "tick
  * N pid P" and sends the child a 4-byte count, which the child checks.
  * A record out of order, lost or doubled, or a count out of turn, is a
- * FAIL line.
+ * FAIL line. With "6", over IPv6 (::1).
  *
- *   tcppair [TICKS [SERVER_ADDR CLIENT_ADDR]]
+ *   tcppair [TICKS [6 | SERVER_ADDR CLIENT_ADDR]]
  *
  * With two IPv4 addresses the parent listens on SERVER_ADDR and the child
  * binds CLIENT_ADDR before it connects; each tick line then also says
@@ -56,14 +56,15 @@ static int read_all(int s, void *p, size_t n)
 	return 0;
 }
 
-static int child(struct sockaddr_in *a, const struct sockaddr_in *me, long total)
+static int child(struct sockaddr_in6 *a, const struct sockaddr_in *me, long total)
 {
-	int s = socket(AF_INET, SOCK_STREAM, 0);
+	int s = socket(a->sin6_family, SOCK_STREAM, 0);
 	unsigned expect = 1, got;
 	char rec[REC];
 
 	if (s < 0 || (me->sin_addr.s_addr && bind(s, (const struct sockaddr *)me, sizeof(*me))) ||
-	    connect(s, (struct sockaddr *)a, sizeof(*a)))
+	    connect(s, (struct sockaddr *)a, a->sin6_family == AF_INET6 ? sizeof(*a) :
+						      sizeof(struct sockaddr_in)))
 		return 2;
 	for (long n = 0; n < total; n++) {
 		snprintf(rec, sizeof(rec), "rec %011u", (unsigned)n);
@@ -115,15 +116,22 @@ static void conn_name(int s, char *out, size_t n)
 int main(int argc, char **argv)
 {
 	long ticks = argc > 1 ? atol(argv[1]) : 50;
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int v6 = argc == 3 && !strcmp(argv[2], "6"), named = argc > 3;
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&a;
 	struct sockaddr_in me = { .sin_family = AF_INET };
 	socklen_t al = sizeof(a);
-	int l = socket(AF_INET, SOCK_STREAM, 0), s, st, named = argc > 3;
+	int l = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0), s, st;
 	unsigned count = 0;
 	char rec[REC], want[REC], conn[80] = "";
 	pid_t c;
 
-	if (named && (inet_pton(AF_INET, argv[2], &a.sin_addr) != 1 ||
+	if (!v6) {
+		memset(&a, 0, sizeof(a));
+		a4->sin_family = AF_INET;
+		a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	}
+	if (named && (inet_pton(AF_INET, argv[2], &a4->sin_addr) != 1 ||
 		      inet_pton(AF_INET, argv[3], &me.sin_addr) != 1)) {
 		fprintf(stderr, "tcppair: %s, %s: not IPv4 addresses\n", argv[2], argv[3]);
 		return 2;
@@ -132,7 +140,7 @@ int main(int argc, char **argv)
 		perror("tcppair: stdout");
 		return 2;
 	}
-	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) ||
+	if (l < 0 || bind(l, (struct sockaddr *)&a, v6 ? sizeof(a) : sizeof(*a4)) || listen(l, 1) ||
 	    getsockname(l, (struct sockaddr *)&a, &al))
 		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);

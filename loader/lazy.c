@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Lazy restore, the fill (restart-loader --lazy; the core's part is
+ * core/lazy.c, the fork holding lazyhold.c). The core hands us its
+ * userfaultfd ('L'); a thread of ours then puts the lazy regions' pages
+ * in while the threads are made and after they resume: the pages the
+ * program (or the kernel for it) faults on first, the rest in address
+ * order between its faults. What is still to come is a table of extents
+ * (an address range, the region and where in its data it starts), which
+ * follows the program's own changes: UFFD_EVENT_REMAP moves extents,
+ * REMOVE and UNMAP drop them. Events are read before every copy (the
+ * kernel answers EAGAIN meanwhile), so no copy lands in a range dropped
+ * after we read that it was. A fault outside every extent gets a zero
+ * page: the page never had data, or the program dropped it.
+ *
+ * Integrity: every 64 KiB chunk of a region's data is checked against
+ * its PAGESUMS sum before any of it goes in, so no wrong page is ever
+ * handed to the program. A damaged chunk found once the program runs can
+ * no longer refuse the restore: the process is killed, with the reason.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/userfaultfd.h>
+
+#include "buf.h"
+#include "image_io.h"
+#include "lazy.h"
+#include "lazyfill.h"
+#include "loader.h"
+#include "xxh64.h"
+
+#define LAZY_MIN (1u << 20)	/* smaller regions: filled before the resume */
+#define PIECE (1u << 20)	/* a background copy, at most */
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int lazy_region(const struct restore *rs, uint32_t i)
+{
+	const struct ibcr_process_state *ps = rs->ps;
+	const struct ibcr_vma *v = &ps->vmas[i];
+	uint32_t no_madv = IBCR_MADV_LOCKED | IBCR_MADV_WIPEONFORK;
+	uint32_t no_flags = IBCR_VMAF_SHARED | IBCR_VMAF_COW | IBCR_VMAF_COWSRC |
+			    IBCR_VMAF_DROPPABLE;
+
+	/* mlock faults all in at once; WIPEONFORK and the rest: eager, as designed */
+	if (!rs->lazy || !ps->sums || ps->nblocks || v->kind != IBCR_VMA_ANON ||
+	    (v->flags & no_flags) || (v->madv & no_madv) || !(v->prot & PROT_WRITE) ||
+	    ((v->flags & IBCR_VMAF_THP) && (v->madv & IBCR_MADV_HUGEPAGE)) ||
+	    v->data_len < LAZY_MIN || (ps->pages_off + v->data_off) % (uint64_t)getpagesize())
+		return 0;
+	return 1;
+}
+
+/* The extents of the lazy regions' data, from the runs (lazyfill.c keeps them). */
+static void build_extents(struct lazy *lz)
+{
+	const struct ibcr_process_state *ps = lz->ps;
+	uint64_t page = (uint64_t)getpagesize(), base = 0;
+
+	lz->sumbase = xcalloc(ps->nvmas + 1, sizeof(*lz->sumbase));
+	for (uint32_t i = 0; i < ps->nvmas; i++) {
+		const struct ibcr_vma *v = &ps->vmas[i];
+		uint64_t doff = 0;
+
+		lz->sumbase[i] = base;
+		base += pagesums_of(v, ps->sum_chunk);
+		if (!lz->is_lazy[i])
+			continue;
+		for (uint64_t r = v->run0; r < v->run0 + v->nruns; r++) {
+			uint64_t len = ps->runs[r].npages * page;
+
+			ext_add(lz, ps->runs[r].addr, len, doff, i);
+			doff += len;
+		}
+	}
+}
+
+static void *fill_main(void *arg)
+{
+	struct lazy *lz = arg;
+
+	lz->t_start = mono_ms();
+	lazy_fill(lz);
+	close(lz->ufd);		/* the regions are plain memory from now on */
+	lz->ufd = -1;
+	lz->t_end = mono_ms();
+	__atomic_store_n(&lz->over, 1, __ATOMIC_RELEASE);
+	/* lazy_hold may be blocked in waitpid: tell it, until it has heard */
+	while (!__atomic_load_n(&lz->heard, __ATOMIC_ACQUIRE) && lz->holder) {
+		syscall(SYS_tgkill, getpid(), lz->holder, LAZY_WAKE_SIG);
+		usleep(2000);
+	}
+	return NULL;
+}
+
+static char start_fill(struct job *j, int32_t num)
+{
+	struct lazy *lz = xcalloc(1, sizeof(*lz));
+	const char *slow = getenv("IBCR_LAZY_SLOW_MS");
+
+	lz->ps = &j->ps;
+	lz->child = j->child;
+	lz->img_fd = j->rs.r->fd;
+	lz->path = j->rs.r->path;
+	lz->pid = j->ps.rec.pid;
+	lz->holder = (pid_t)syscall(SYS_gettid);
+	lz->slow_ms = slow ? atoi(slow) : 0;
+	lz->is_lazy = xcalloc(j->ps.nvmas + 1, 1);
+	for (uint32_t i = 0; i < j->ps.nvmas; i++)
+		lz->is_lazy[i] = (uint8_t)lazy_region(&j->rs, i);
+	lz->pages.child = j->child;
+	lz->ufd = pages_take_fd(&lz->pages, num);
+	if (lz->ufd < 0) {
+		lazy_free(lz);
+		return 'N';
+	}
+	build_extents(lz);
+	lz->buf = xmalloc(PIECE + 2 * (size_t)j->ps.sum_chunk);
+	if (pthread_create(&lz->th, NULL, fill_main, lz)) {
+		lazy_free(lz);
+		return 'N';
+	}
+	lz->started = 1;
+	j->lazy = lz;
+	return 'K';
+}
+
+int lazy_serve(struct job *j, int verbose)
+{
+	uint8_t msg[8];
+	int32_t num, err;
+	char reply;
+
+	if (read(j->status_fd, msg, 8) != 8)
+		return -1;
+	memcpy(&num, msg, 4);
+	memcpy(&err, msg + 4, 4);
+	if (num < 0) {
+		if (verbose)
+			fprintf(stderr, "restart-loader: pid %d: no lazy restore (%s): its memory "
+				"is filled before it runs\n", (int)j->ps.rec.pid,
+				err == ENOENT ? "no region fits" : strerror(err));
+		return 0;
+	}
+	reply = start_fill(j, num);
+	if (reply == 'N' && verbose)
+		fprintf(stderr, "restart-loader: pid %d: cannot take its userfaultfd (%s): its "
+			"memory is filled before it runs\n", (int)j->ps.rec.pid, strerror(errno));
+	return write(j->control_fd, &reply, 1) == 1 ? 0 : -1;
+}
+
+int lazy_done(const struct lazy *lz)
+{
+	return !lz || __atomic_load_n(&lz->over, __ATOMIC_ACQUIRE);
+}
+
+double lazy_fill_ms(const struct lazy *lz)
+{
+	return lz->t_end - lz->t_start;
+}
+
+unsigned long long lazy_faults(const struct lazy *lz)
+{
+	return lz->faults;
+}
+
+void lazy_free(struct lazy *lz)
+{
+	if (!lz)
+		return;
+	if (lz->started)
+		pthread_join(lz->th, NULL);
+	if (lz->ufd >= 0)
+		close(lz->ufd);
+	free(lz->ext);
+	free(lz->sumbase);
+	free(lz->is_lazy);
+	free(lz->buf);
+	free(lz->pend);
+	free(lz);
+}

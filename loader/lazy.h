@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef IBCR_LAZY_H
+#define IBCR_LAZY_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+/*
+ * restart-loader --lazy: the regions the core registered with its
+ * userfaultfd are filled by a thread of the loader while the program
+ * runs (lazy.c), faults first; forks wait meanwhile (lazyhold.c).
+ */
+struct restore;
+struct job;
+struct lazy;
+
+/* Region i of rs's process may be filled once the program runs. */
+int lazy_region(const struct restore *rs, uint32_t i);
+/*
+ * The core's 'L' (the descriptor's number in the child and the errno
+ * that kept it from making one): takes it and starts the fill thread;
+ * answers the core 'K', or 'N' when it cannot (the core fills them).
+ */
+int lazy_serve(struct job *j, int verbose);
+/* The fill is over (everything in, the program gone, or killed). */
+int lazy_done(const struct lazy *lz);
+/*
+ * Holds the restored process under ptrace until the fill ends: a fork
+ * waits at its system call entry, signals and stops pass on. Every
+ * thread is stopped, traced by us (finalize). Then detaches and joins
+ * the fill thread; reaps nothing but records the root's end in *st.
+ */
+void lazy_hold(struct lazy *lz, pid_t child, int *st, int *exited);
+/* Milliseconds from the start of the fill to its end, once over. */
+double lazy_fill_ms(const struct lazy *lz);
+/* The faults it served (the program ran on memory not yet there). */
+unsigned long long lazy_faults(const struct lazy *lz);
+void lazy_free(struct lazy *lz);
+
+#endif

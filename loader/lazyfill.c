@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The lazy fill's thread (lazy.c says what and why): the table of what
+ * is still to come, the program's faults and events, and the copies.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/userfaultfd.h>
+
+#include "buf.h"
+#include "lazyfill.h"
+#include "xxh64.h"
+
+#define PIECE (1u << 20)
+#define NMSG 64
+
+enum { CP_OK, CP_EVENTS, CP_GONE };
+
+void ext_add(struct lazy *lz, uint64_t addr, uint64_t len, uint64_t doff, uint32_t region)
+{
+	if (!len)
+		return;
+	if (lz->n == lz->cap) {
+		lz->cap = lz->cap ? lz->cap * 2 : 64;
+		lz->ext = xrealloc(lz->ext, lz->cap * sizeof(*lz->ext));
+	}
+	lz->ext[lz->n++] = (struct lz_ext){ addr, len, doff, region, 0 };
+}
+
+/* The extent holding addr, or -1 (extents are sorted, disjoint; some empty). */
+static long ext_find(const struct lazy *lz, uint64_t addr)
+{
+	size_t lo = 0, hi = lz->n;
+
+	if (!lz->ext)
+		return -1;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (lz->ext[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0;) {
+		const struct lz_ext *x = &lz->ext[i];
+
+		if (x->len)
+			return addr < x->addr + x->len ? (long)i : -1;
+	}
+	return -1;
+}
+
+/* Drops [a, b) from every extent, and the empty ones. */
+static void ext_cut(struct lazy *lz, uint64_t a, uint64_t b)
+{
+	struct lz_ext *old = lz->ext;
+	size_t n = lz->n;
+
+	lz->ext = NULL;
+	lz->n = lz->cap = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct lz_ext x = old[i];
+		uint64_t end = x.addr + x.len;
+
+		if (end <= a || x.addr >= b) {
+			ext_add(lz, x.addr, x.len, x.doff, x.region);
+			continue;
+		}
+		if (x.addr < a)
+			ext_add(lz, x.addr, a - x.addr, x.doff, x.region);
+		if (end > b)
+			ext_add(lz, b, end - b, x.doff + (b - x.addr), x.region);
+	}
+	free(old);
+}
+
+static int by_addr(const void *a, const void *b)
+{
+	const struct lz_ext *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* mremap moved [from, from + len) to `to`: what was to come there follows. */
+static void ext_move(struct lazy *lz, uint64_t from, uint64_t to, uint64_t len)
+{
+	struct lz_ext *moved = xcalloc(lz->n + 1, sizeof(*moved));
+	size_t k = 0;
+
+	for (size_t i = 0; i < lz->n; i++) {
+		struct lz_ext x = lz->ext[i];
+		uint64_t a = x.addr > from ? x.addr : from;
+		uint64_t b = x.addr + x.len < from + len ? x.addr + x.len : from + len;
+
+		if (a < b)
+			moved[k++] = (struct lz_ext){ a - from + to, b - a, x.doff + (a - x.addr),
+						      x.region, 0 };
+	}
+	ext_cut(lz, from, from + len);
+	ext_cut(lz, to, to + len);
+	for (size_t i = 0; i < k; i++)
+		ext_add(lz, moved[i].addr, moved[i].len, moved[i].doff, moved[i].region);
+	if (lz->ext)
+		qsort(lz->ext, lz->n, sizeof(*lz->ext), by_addr);
+	free(moved);
+}
+
+/* A damaged chunk: the program cannot be given it, nor run on without it. */
+static int corrupt(struct lazy *lz, const struct ibcr_vma *v, uint32_t region, uint64_t at)
+{
+	kill(lz->child, SIGKILL);
+	fprintf(stderr, "restart-loader: pid %d: image %s: region %#llx-%#llx (%s): page data "
+		"at %llu is corrupt (checksum mismatch), found after the resume: the restored "
+		"process was killed\n", lz->pid, lz->path, (unsigned long long)v->start,
+		(unsigned long long)v->end, lz->ps->vma_names[region], (unsigned long long)at);
+	return CP_GONE;
+}
+
+/* The region's data [c0, c1) (whole chunks) read and checked into lz->buf. */
+static int read_checked(struct lazy *lz, uint32_t region, uint64_t c0, uint64_t c1)
+{
+	const struct ibcr_process_state *ps = lz->ps;
+	const struct ibcr_vma *v = &ps->vmas[region];
+	uint64_t chunk = ps->sum_chunk, page = (uint64_t)getpagesize();
+	uint64_t off = ps->pages_off + v->data_off + c0;
+	ssize_t got = pread(lz->img_fd, lz->buf, c1 - c0, (off_t)off);
+
+	if (got != (ssize_t)(c1 - c0)) {
+		kill(lz->child, SIGKILL);
+		fprintf(stderr, "restart-loader: pid %d: image %s: reading region %#llx-%#llx's "
+			"data at %llu: %s, after the resume: the restored process was killed\n",
+			lz->pid, lz->path, (unsigned long long)v->start,
+			(unsigned long long)v->end, (unsigned long long)c0,
+			got < 0 ? strerror(errno) : "the image ends early");
+		return CP_GONE;
+	}
+	for (uint64_t at = c0; at < c1; at += chunk) {
+		uint64_t len = c1 - at < chunk ? c1 - at : chunk;
+
+		if (page_sum(0, lz->buf + (at - c0), len, page, at / page) !=
+		    ps->sums[lz->sumbase[region] + at / chunk])
+			return corrupt(lz, v, region, at);
+	}
+	return CP_OK;
+}
+
+/* Consumes [addr, addr + k) from the front part of extent i. */
+static void consume(struct lazy *lz, size_t i, uint64_t addr, uint64_t k)
+{
+	struct lz_ext *x = &lz->ext[i];
+
+	if (addr == x->addr) {
+		x->addr += k;
+		x->doff += k;
+		x->len -= k;
+	} else {
+		ext_cut(lz, addr, addr + k);
+	}
+}
+
+/*
+ * [addr, addr + len) of extent i in: its chunks read and checked, then
+ * UFFDIO_COPY. CP_EVENTS: events wait to be read first (EAGAIN) or the
+ * range went away (ENOENT, its event unread); CP_GONE: the mm is.
+ */
+static int copy_piece(struct lazy *lz, size_t i, uint64_t addr, uint64_t len)
+{
+	const struct lz_ext x = lz->ext[i];
+	uint64_t chunk = lz->ps->sum_chunk, dlen = lz->ps->vmas[x.region].data_len;
+	uint64_t d0 = x.doff + (addr - x.addr), c0 = d0 / chunk * chunk;
+	uint64_t c1 = (d0 + len + chunk - 1) / chunk * chunk;
+	struct uffdio_copy c = { .dst = addr, .len = len };
+	int rc = read_checked(lz, x.region, c0, c1 < dlen ? c1 : dlen);
+
+	if (rc != CP_OK)
+		return rc;
+	c.src = (uint64_t)(uintptr_t)(lz->buf + (d0 - c0));
+	rc = ioctl(lz->ufd, UFFDIO_COPY, &c);
+	if (c.copy > 0) {
+		lz->copied += (uint64_t)c.copy;
+		consume(lz, i, addr, (uint64_t)c.copy);
+		return CP_OK;
+	}
+	if (c.copy == -EEXIST) {
+		/* put there by nobody else: only a page we copied; counted done */
+		consume(lz, i, addr, (uint64_t)getpagesize());
+		return CP_OK;
+	}
+	if (rc && (errno == EAGAIN || errno == ENOENT))
+		return CP_EVENTS;
+	return CP_GONE;		/* ESRCH: the process exited or called execve */
+}
+
+/* A page outside every extent: zero, as the program would find it. */
+static int zero_page(struct lazy *lz, uint64_t addr)
+{
+	uint64_t page = (uint64_t)getpagesize();
+	struct uffdio_zeropage z = { .range = { addr, page } };
+	struct uffdio_range w = { addr, page };
+
+	if (!ioctl(lz->ufd, UFFDIO_ZEROPAGE, &z)) {
+		lz->zeroed += page;
+		return CP_OK;
+	}
+	if (errno == EAGAIN)
+		return CP_EVENTS;
+	if (errno == ESRCH)
+		return CP_GONE;
+	/* EEXIST: copied since the fault; ENOENT: unmapped. Wake it in any case. */
+	ioctl(lz->ufd, UFFDIO_WAKE, &w);
+	return CP_OK;
+}
+
+/* A fault at addr: the rest of its chunk (within its extent) in, or a zero page. */
+static int serve_fault(struct lazy *lz, uint64_t addr)
+{
+	uint64_t page = (uint64_t)getpagesize(), chunk = lz->ps->sum_chunk, end, d;
+	long i;
+
+	addr &= ~(page - 1);
+	lz->faults++;
+	i = ext_find(lz, addr);
+	if (i < 0)
+		return zero_page(lz, addr);
+	d = lz->ext[i].doff + (addr - lz->ext[i].addr);
+	end = addr + (chunk - d % chunk);
+	if (end > lz->ext[i].addr + lz->ext[i].len)
+		end = lz->ext[i].addr + lz->ext[i].len;
+	return copy_piece(lz, (size_t)i, addr, end - addr);
+}
+
+static void pend_add(struct lazy *lz, uint64_t addr)
+{
+	if (lz->npend == lz->cappend) {
+		lz->cappend = lz->cappend ? lz->cappend * 2 : 64;
+		lz->pend = xrealloc(lz->pend, lz->cappend * sizeof(*lz->pend));
+	}
+	lz->pend[lz->npend++] = addr;
+}
+
+/* The faults waiting, served; those the kernel refuses for now wait again. */
+static int serve_pending(struct lazy *lz)
+{
+	uint64_t *was = lz->pend;
+	size_t n = lz->npend;
+	int rc = CP_OK;
+
+	lz->pend = NULL;
+	lz->npend = lz->cappend = 0;
+	for (size_t k = 0; k < n && rc != CP_GONE; k++) {
+		int r = serve_fault(lz, was[k]);
+
+		if (r == CP_EVENTS)
+			pend_add(lz, was[k]);
+		if (r != CP_OK)
+			rc = r;
+	}
+	free(was);
+	return rc;
+}
+
+/*
+ * Reads what waits on the descriptor: events applied to the table at
+ * once, then the faults served (one the kernel refuses with EAGAIN waits
+ * for the next round: the events that caused it are read by then).
+ * CP_GONE ends; CP_EVENTS: something came or still waits.
+ */
+static int drain(struct lazy *lz, int wait_ms)
+{
+	struct uffd_msg m[NMSG];
+	struct pollfd pfd = { lz->ufd, POLLIN, 0 };
+	ssize_t got;
+	size_t n = 0;
+
+	if (wait_ms && poll(&pfd, 1, wait_ms) < 0 && errno != EINTR)
+		return CP_GONE;
+	got = read(lz->ufd, m, sizeof(m));
+	if (got < 0 && errno != EAGAIN && errno != EINTR)
+		return CP_GONE;
+	if (got > 0)
+		n = (size_t)got / sizeof(m[0]);
+	for (size_t k = 0; k < n; k++) {
+		const struct uffd_msg *x = &m[k];
+
+		if (x->event == UFFD_EVENT_REMAP)
+			ext_move(lz, x->arg.remap.from, x->arg.remap.to, x->arg.remap.len);
+		else if (x->event == UFFD_EVENT_REMOVE || x->event == UFFD_EVENT_UNMAP)
+			ext_cut(lz, x->arg.remove.start, x->arg.remove.end);
+		else if (x->event == UFFD_EVENT_PAGEFAULT)
+			pend_add(lz, x->arg.pagefault.address);
+	}
+	if (!lz->npend)
+		return n ? CP_EVENTS : CP_OK;
+	return serve_pending(lz) == CP_GONE ? CP_GONE : CP_EVENTS;
+}
+
+/* The next piece still to come, in address order, in; 0 when none is left. */
+static int background(struct lazy *lz)
+{
+	for (size_t i = 0; i < lz->n; i++) {
+		const struct lz_ext *x = &lz->ext[i];
+		uint64_t chunk = lz->ps->sum_chunk, len = x->len < PIECE ? x->len : PIECE;
+		uint64_t d_end = (x->doff + len) / chunk * chunk;
+
+		if (!x->len)
+			continue;
+		/* end on a chunk of the data if that leaves something: each is read once */
+		if (d_end > x->doff && len == PIECE)
+			len = d_end - x->doff;
+		return copy_piece(lz, i, x->addr, len) == CP_GONE ? -1 : 1;
+	}
+	return 0;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/*
+ * IBCR_LAZY_SLOW_MS (tests): a background piece every so many ms at
+ * most, faults served meanwhile, so that a test's events land during
+ * the fill.
+ */
+static int pace(struct lazy *lz, double *next)
+{
+	double t;
+
+	while (lz->slow_ms && (t = now_ms()) < *next) {
+		int wait = (int)(*next - t) + 1;
+
+		if (drain(lz, lz->npend ? 0 : wait) == CP_GONE)
+			return CP_GONE;
+	}
+	*next = now_ms() + lz->slow_ms;
+	return CP_OK;
+}
+
+void lazy_fill(struct lazy *lz)
+{
+	double next = 0;
+
+	for (;;) {
+		int rc = drain(lz, 0);
+
+		if (rc == CP_GONE)
+			return;
+		if (rc == CP_EVENTS && !lz->npend)
+			continue;	/* faults first, events before any copy */
+		if (pace(lz, &next) == CP_GONE || background(lz) <= 0)
+			return;
+	}
+}

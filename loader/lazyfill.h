@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef IBCR_LAZYFILL_H
+#define IBCR_LAZYFILL_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "loader.h"
+
+/* lazy_hold's waitpid is interrupted by it when the fill ends */
+#define LAZY_WAKE_SIG (SIGRTMIN + 1)
+
+/* Data still to come: [addr, addr + len), region's data from doff on. */
+struct lz_ext {
+	uint64_t addr, len, doff;
+	uint32_t region, pad;
+};
+
+/* Shared by lazy.c (set-up), lazyfill.c (the fill thread), lazyhold.c. */
+struct lazy {
+	const struct ibcr_process_state *ps;
+	pid_t child, holder;	/* holder: lazy_hold's thread */
+	int pid;		/* the saved pid, for messages */
+	int img_fd, ufd, slow_ms, started, over, heard;
+	const char *path;
+	pthread_t th;
+	struct pages pages;	/* only for pages_take_fd */
+	uint8_t *is_lazy;	/* per region */
+	uint64_t *sumbase;	/* per region: its first sum in ps->sums */
+	struct lz_ext *ext;	/* sorted by address, disjoint */
+	size_t n, cap;
+	uint64_t *pend;		/* faults to serve again: the kernel said EAGAIN */
+	size_t npend, cappend;
+	uint8_t *buf;
+	double t_start, t_end;
+	uint64_t copied, zeroed, faults;
+};
+
+/* lazyfill.c */
+void ext_add(struct lazy *lz, uint64_t addr, uint64_t len, uint64_t doff, uint32_t region);
+/* Fills until nothing is left or the process is gone. */
+void lazy_fill(struct lazy *lz);
+
+#endif
