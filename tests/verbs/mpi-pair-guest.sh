@@ -31,7 +31,7 @@ B=$ROOT/build
 S=${IBCR_VERBS_TOOLS:-$B}
 PHASE=${1:?phase} RW=${2:?rw dir}
 ME=${IBCR_VM_NAME:?not in a pair guest}
-STEPS=400
+STEPS=400 MS=5	# ranks' steps and sleep per step (slurm: longer, see there)
 M=$RW/mpi
 IPS=(10.99.0.1 10.99.0.2)
 t0=$SECONDS
@@ -82,13 +82,18 @@ setup() {
 	echo 20000 >/proc/sys/kernel/ns_last_pid
 }
 
-start_job() {	# [PREFIX...]: the launch through it (srun)
-	timeout 900 "$@" "$B/ibcr-launch" mpirun --allow-run-as-root --oversubscribe \
-		-H vm-a:2,vm-b:2 -np 4 --mca plm_rsh_agent "$ROOT/tests/verbs/mpi-rsh" \
+# start_job [PREFIX...]: the launch through PREFIX (srun); mpirun's output
+# to mpi.out itself, not through a pipe of srun's (no image holds it).
+# mpirun's daemons are started by mpi-rsh (--mca plm rsh: under Slurm,
+# Open MPI would start them with an srun of its own, a child of mpirun).
+start_job() {
+	timeout 900 "$@" bash -c 'exec "$@" </dev/null >"$0" 2>&1' "$M/mpi.out" \
+		"$B/ibcr-launch" mpirun --allow-run-as-root --oversubscribe \
+		-H vm-a:2,vm-b:2 -np 4 --mca plm rsh --mca plm_rsh_agent "$ROOT/tests/verbs/mpi-rsh" \
 		--mca pml ucx --mca btl self --mca oob_tcp_if_include eth0 \
 		-x UCX_TLS=rc_verbs,ud_verbs,self -x UCX_NET_DEVICES=rxe0:1 \
 		-x UCX_UD_VERBS_ETH_DGID_CHECK=n \
-		"$B/tests/progs/mpiring" $STEPS 5 </dev/null >"$M/mpi.out" 2>&1 &
+		"$B/tests/progs/mpiring" $STEPS $MS </dev/null >"$M/launch.out" 2>&1 &
 }
 
 # B: the command mpirun's agent hands over (ORTE's orted), started detached.
@@ -196,16 +201,23 @@ slurm_cluster() {
 	fi
 }
 
+# The Slurm job runs long enough for two ibcr-job checkpoints (an agent
+# step takes seconds to start in a slow guest), whatever the load.
+slurm_job() { STEPS=1500 MS=60; }
+
 slurm() {
 	local lp n rc=0 out
 	setup
+	slurm_job
 	M=$RW/slurm
 	export IBCR_MPI_RSH_DIR=$M/rsh
 	rm -rf "$M"
 	mkdir -p "$M/rsh"
 	slurm_cluster
-	if [[ $ME == B ]]; then
-		serve_orted
+	if [[ $ME == B ]]; then	# orted: a step of the job (mpi-rsh)
+		wait_mark running 600
+		pgrep -x orted >/dev/null || abort "no orted in B"
+		echo "info: ibcr-job roots $J in B: $("$B/ibcr-job" roots "$J" 2>&1 | tr '\n' ' ')"
 		wait_mark ckpted 900
 		! pgrep -x orted >/dev/null || fail "orted runs on after ibcr-job checkpoint --kill"
 		echo "PASS mpipair_slurm_$ME ($((SECONDS - t0)) s)"
@@ -214,9 +226,8 @@ slurm() {
 	start_job srun --jobid "$J" -N1 -n1 -w vm-a --overlap
 	lp=$!
 	wait_tick 3
-	echo "info: mpirun $(pgrep -x mpirun): $(tr '\0' '\n' <"/proc/$(pgrep -x mpirun)/environ" | grep -E '^(SLURM_JOB_ID|LD_PRELOAD)=' | tr '\n' ' ')"
-	echo "info: DEBUG nc: $(srun --overlap --jobid "$J" -N1 -w vm-a "$B/ibcr-job" node-checkpoint -D /nonexistent -c /nonexistent/c -j "$J" 2>&1 | tr '\n' '|')"
-	echo "info: DEBUG roots: $(srun --overlap --jobid "$J" -N1 -w vm-a "$B/ibcr-job" roots "$J" 2>&1 | tr '\n' '|')"
+	mark running
+	echo "info: mpirun $(pgrep -x mpirun); ibcr-job roots $J in A: $("$B/ibcr-job" roots "$J" 2>&1 | tr '\n' ' ')"
 	mkdir -p "$M/ckpt/img.1"	# node 1 cannot write its image: all fail
 	echo "info: $((SECONDS - t0)) s: ibcr-job checkpoint $J, node 1 failing"
 	out=$("$B/ibcr-job" checkpoint "$J" -D "$M/ckpt" --kill 2>&1) || rc=$?
@@ -241,6 +252,7 @@ slurm() {
 slurmrestart() {
 	local out
 	setup
+	slurm_job
 	M=$RW/slurm
 	[[ -f $M/ckpt/img.0 && -f $M/ckpt/img.1 ]] || fail "no images from the first boot"
 	slurm_cluster
