@@ -9,6 +9,8 @@
  *                                 current device's attributes)
  *   create_cq_ex                  a virtual CQ with the polling API
  *                                 (start_poll, next_poll, end_poll, read_*)
+ *   create_qp_ex                  a virtual QP, with the ibv_wr_* API when
+ *                                 asked for send operations (wr.c)
  *
  * An extended CQ is a plain CQ underneath: each start_poll/next_poll takes
  * one completion through the shim's own poll (so the shadow queue of a
@@ -176,5 +178,6 @@ void ext_context_init(struct sctx *c)
 	c->vx.query_device_ex = query_device_ex;
 	c->vx.query_port = query_port;
 	c->vx.create_cq_ex = create_cq_ex;
+	c->vx.create_qp_ex = shim_create_qp_ex;
 	c->vx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 }

@@ -308,8 +308,13 @@ struct qrec {
 	struct ibv_qp_attr attr;
 };
 
+struct wrbatch;
 struct sqp {
-	struct ibv_qp v;
+	union {
+		struct ibv_qp v;
+		struct ibv_qp_ex vqx;	/* made with send operations (wr.c) */
+	};
+	struct wrbatch *wrb;	/* its ibv_wr_* requests, else NULL */
 	struct list link;
 	struct ibv_qp *real;
 	struct sctx *ctx;
@@ -450,6 +455,10 @@ HIDDEN void list_del(struct list *n);
 
 HIDDEN void shim_init(void);
 HIDDEN void ext_context_init(struct sctx *c);	/* extended.c */
+/* wr.c: ibv_create_qp_ex with send operations, the ibv_wr_* API */
+HIDDEN struct ibv_qp *shim_create_qp_ex(struct ibv_context *context,
+					struct ibv_qp_init_attr_ex *ax);
+HIDDEN void wr_batch_free(struct wrbatch *b);
 HIDDEN void dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 HIDDEN void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 HIDDEN void ctl_update_fds(void);	/* S.lock held */

@@ -434,6 +434,8 @@ EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_han
 EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
 	if (IS_V(qp)) {
+		if (SQP(qp)->wrb)	/* made with send operations */
+			return &SQP(qp)->vqx;
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -852,6 +854,7 @@ EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 		/* The real QP is gone; q->real is not touched again. */
 		if (!q->srq)
 			ring_free(&q->ring);
+		wr_batch_free(q->wrb);
 		free(q);
 	}
 	gate_leave(g);

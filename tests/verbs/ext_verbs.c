@@ -2,6 +2,7 @@
 /*
  * ext_verbs: the corners of the API on the shim's virtual objects. An
  * extended CQ (ibv_create_cq_ex) carries traffic read through the polling
+ * API; a QP of ibv_create_qp_ex carries traffic posted with the ibv_wr_*
  * API; ibv_query_device_ex answers with the device's extended attributes;
  * every other extended verb must fail cleanly (EOPNOTSUPP), never crash;
  * queries must answer as without the shim; an async event (SRQ limit
@@ -21,6 +22,113 @@ static int checks;
 		printf("\n");                \
 		checks++;                    \
 	} while (0)
+
+/* An RC QP made with ibv_create_qp_ex and send operations. */
+static struct ibv_qp *make_qpx(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr_ex qx;
+	struct ibv_qp *q;
+
+	memset(&qx, 0, sizeof qx);
+	qx.send_cq = qx.recv_cq = cq;
+	qx.qp_type = IBV_QPT_RC;
+	qx.cap.max_send_wr = qx.cap.max_recv_wr = 8;
+	qx.cap.max_send_sge = qx.cap.max_recv_sge = 2;
+	qx.cap.max_inline_data = 64;
+	qx.pd = pd;
+	qx.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	qx.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+			    IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ;
+	q = ibv_create_qp_ex(ctx, &qx);
+	CHECK(q, "create_qp_ex with send operations: %s", strerror(errno));
+	CHECK(qx.cap.max_inline_data >= 64, "create_qp_ex: %u inline bytes", qx.cap.max_inline_data);
+	return q;
+}
+
+/*
+ * The ibv_wr_* API: one batch of a SEND from an SGE, a SEND_WITH_IMM of
+ * inline data (its buffer overwritten before ibv_wr_complete) and an RDMA
+ * WRITE; then an RDMA READ back; an aborted batch posts nothing. Every
+ * completion and every byte checked.
+ */
+static void wr_api(struct ibv_context *ctx, struct ibv_pd *pd, int gidx, uint8_t *buf,
+		   struct ibv_mr *mr)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	struct ibv_qp *a, *b;
+	struct ibv_qp_ex *x;
+	struct dest da, db;
+	struct ibv_wc wc;
+	char inl[32];
+	int i;
+
+	CHECK(cq, "cq for the wr API");
+	a = make_qpx(ctx, pd, cq);
+	b = make_qpx(ctx, pd, cq);
+	x = ibv_qp_to_qp_ex(a);
+	CHECK(x, "qp_to_qp_ex: %s", strerror(errno));
+	qp_init(a, 1);
+	qp_init(b, 1);
+	my_dest(ctx, a, 1, gidx, 50, &da);
+	my_dest(ctx, b, 1, gidx, 60, &db);
+	qp_connect(a, 1, gidx, 50, &db);
+	qp_connect(b, 1, gidx, 60, &da);
+	memset(buf, 0, 8192);
+	fill(buf + 4096, 256, 1, 'S');	/* a's source */
+	fill(buf + 6144, 512, 2, 'R');	/* what a reads back from b */
+	post_recv1(b, 70, buf, 256, mr->lkey);
+	post_recv1(b, 71, buf + 256, 256, mr->lkey);
+	ibv_wr_start(x);
+	x->wr_id = 80;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf + 4096, 256);
+	x->wr_id = 81;
+	ibv_wr_send_imm(x, htobe32(0xabc));
+	snprintf(inl, sizeof inl, "inline bytes of wr 81");
+	ibv_wr_set_inline_data(x, inl, sizeof inl);
+	memset(inl, 'X', sizeof inl);	/* the API lets it be reused at once */
+	x->wr_id = 82;
+	ibv_wr_rdma_write(x, mr->rkey, (uintptr_t)buf + 1024);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf + 4096, 128);
+	CHECK(!ibv_wr_complete(x), "wr_complete");
+	for (i = 0; i < 5; i++) {
+		poll_one(cq, &wc, 30, "wr API batch");
+		if (wc.opcode == IBV_WC_RECV) {
+			CHECK(wc.wr_id == 70 + (uint64_t)(wc.wc_flags & IBV_WC_WITH_IMM ? 1 : 0),
+			      "receive wr_id %llu", (unsigned long long)wc.wr_id);
+			if (wc.wr_id == 71)
+				CHECK(wc.byte_len == sizeof inl && be32toh(wc.imm_data) == 0xabc &&
+				      !strcmp((char *)buf + 256, "inline bytes of wr 81"),
+				      "inline SEND_WITH_IMM: %u bytes '%.31s'", wc.byte_len,
+				      (char *)buf + 256);
+			else
+				CHECK(wc.byte_len == 256 && same(buf, 256, 1, 'S'), "SEND data");
+		} else {
+			CHECK(wc.wr_id >= 80 && wc.wr_id <= 82 && wc.qp_num == a->qp_num,
+			      "send completion wr_id %llu", (unsigned long long)wc.wr_id);
+		}
+	}
+	CHECK(same(buf + 1024, 128, 1, 'S'), "RDMA WRITE data");
+	ibv_wr_start(x);
+	x->wr_id = 90;
+	ibv_wr_send(x);
+	ibv_wr_abort(x);
+	ibv_wr_start(x);
+	x->wr_id = 91;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_read(x, mr->rkey, (uintptr_t)buf + 6144);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf + 2048, 512);
+	CHECK(!ibv_wr_complete(x), "wr_complete (read)");
+	poll_one(cq, &wc, 30, "wr API read");
+	CHECK(wc.wr_id == 91 && wc.opcode == IBV_WC_RDMA_READ, "read completion: wr_id %llu",
+	      (unsigned long long)wc.wr_id);
+	CHECK(same(buf + 2048, 512, 2, 'R'), "RDMA READ data");
+	CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "a completion of the aborted batch");
+	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b) && !ibv_destroy_cq(cq), "wr API teardown");
+	OK("create_qp_ex with send operations, wr_start/send/send_imm/rdma_write/rdma_read/"
+	   "set_sge/set_inline_data/complete/abort: every completion and byte checked");
+}
 
 int main(int argc, char **argv)
 {
@@ -135,6 +243,7 @@ int main(int argc, char **argv)
 		OK("create_cq_ex: 4 SEND_WITH_IMM read through start/next/end_poll, byte_len, "
 		   "imm_data, qp_num, src_qp, wc_flags");
 	}
+	wr_api(ctx, pd, gidx, buf, mr);
 	{
 		struct ibv_qp_attr a;
 		struct ibv_qp_init_attr ia;
@@ -170,9 +279,9 @@ int main(int argc, char **argv)
 		qx.cap.max_send_sge = qx.cap.max_recv_sge = 1;
 		qx.pd = pd;
 		qx.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-		qx.send_ops_flags = IBV_QP_EX_WITH_SEND;
+		qx.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_LOCAL_INV;
 		errno = 0;
-		CHECK(!ibv_create_qp_ex(ctx, &qx) && errno == EOPNOTSUPP, "create_qp_ex");
+		CHECK(!ibv_create_qp_ex(ctx, &qx) && errno == EOPNOTSUPP, "create_qp_ex (LOCAL_INV)");
 		errno = 0;
 		CHECK(!ibv_qp_to_qp_ex(qp) && errno == EOPNOTSUPP, "qp_to_qp_ex");
 		errno = 0;
@@ -200,7 +309,8 @@ int main(int argc, char **argv)
 		CHECK(r != 0, "rereg_mr accepted");
 		errno = 0;
 		CHECK(!ibv_alloc_null_mr(pd) && errno == EOPNOTSUPP, "alloc_null_mr");
-		OK("create_cq_ex (timestamps), create_qp_ex, qp_to_qp_ex, open_xrcd, alloc_td, "
+		OK("create_cq_ex (timestamps), create_qp_ex (LOCAL_INV), qp_to_qp_ex (a plain QP), "
+		   "open_xrcd, alloc_td, "
 		   "query_rt_values_ex, modify_cq, alloc_mw, create_counters, alloc_dm, "
 		   "create_wq, rereg_mr, alloc_null_mr: refused with EOPNOTSUPP");
 	}

@@ -261,6 +261,12 @@ t_ckpt_rc_pp_cq_ex() {
 	RCPP_OPTS=-x ckpt_rc_pp "$W" 1500 && restart_rc_pp "$W" 1500
 }
 
+# Posted with the ibv_wr_* API on a QP of ibv_create_qp_ex (rc_pp -W):
+# after the restart the builder's requests carry the new keys too.
+t_ckpt_rc_pp_wr() {
+	RCPP_OPTS=-W ckpt_rc_pp "$W" 1500 && restart_rc_pp "$W" 1500
+}
+
 t_ckpt_rc_pp_extra() {
 	ckpt_rc_pp "$W" 1500 || return 1
 	timeout 600 "$T/extra_objs" 8 >extra.out 2>&1 &
@@ -631,6 +637,7 @@ main)
 	check_main perftest_shim t_perftest_shim
 	check_main ckpt_rc_pp t_ckpt_rc_pp
 	check_main ckpt_rc_pp_cq_ex t_ckpt_rc_pp_cq_ex
+	check_main ckpt_rc_pp_wr t_ckpt_rc_pp_wr
 	check_main ckpt_rc_pp_extra_objects t_ckpt_rc_pp_extra
 	check_main ckpt_live_then_restart t_ckpt_live_then_restart
 	check_main ckpt_restart_twice t_ckpt_twice
