@@ -477,10 +477,8 @@ int main(int argc, char **argv)
 				optarg);
 			return 2;
 		}
-		else if (opt == 'M' && pathmap_add(&pm, optarg, &e)) {
-			fprintf(stderr, "restart-loader: %s\n", e.msg);
-			return 2;
-		} else if (opt == 'A' && addrmap_add(&am, optarg, &e)) {
+		else if ((opt == 'M' && pathmap_add(&pm, optarg, &e)) ||
+			 (opt == 'A' && addrmap_add(&am, optarg, &e))) {
 			fprintf(stderr, "restart-loader: %s\n", e.msg);
 			return 2;
 		} else if (opt != 'M' && opt != 'A') {
