@@ -84,11 +84,13 @@ static void wr_api(struct ibv_context *ctx, struct ibv_pd *pd, int gidx, uint8_t
 	ibv_wr_send(x);
 	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf + 4096, 256);
 	x->wr_id = 81;
+	x->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;	/* rxe's kernel half needs it */
 	ibv_wr_send_imm(x, htobe32(0xabc));
 	snprintf(inl, sizeof inl, "inline bytes of wr 81");
 	ibv_wr_set_inline_data(x, inl, sizeof inl);
 	memset(inl, 'X', sizeof inl);	/* the API lets it be reused at once */
 	x->wr_id = 82;
+	x->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_rdma_write(x, mr->rkey, (uintptr_t)buf + 1024);
 	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf + 4096, 128);
 	CHECK(!ibv_wr_complete(x), "wr_complete");

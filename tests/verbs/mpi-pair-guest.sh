@@ -64,6 +64,18 @@ wait_mark() {	# wait_mark NAME SECS
 }
 abort() { echo "$ME: $*" >"$M/abort"; fail "$*"; }
 
+# fresh NAME: a phase's directory $M made anew by A alone (B waits for it:
+# B's removal could take files A had made already, the job's output).
+fresh() {
+	if [[ $ME == A ]]; then
+		rm -rf "$M"
+		mkdir -p "$M/rsh"
+		mark "fresh.$1"
+	else
+		wait_mark "fresh.$1" 900
+	fi
+}
+
 ticks() { grep -c '^tick' "$M/mpi.out" 2>/dev/null; }
 wait_tick() {	# wait_tick N: rank 0 printed tick N (A's own file)
 	local i
@@ -130,8 +142,7 @@ cut() {	# cut NAME [SAVER-OPTS]: one checkpoint of the job over both guests
 ckpt() {
 	local lp n
 	setup
-	rm -rf "$M"
-	mkdir -p "$M/rsh"
+	fresh ckpt
 	if [[ $ME == A ]]; then
 		start_job
 		lp=$!
@@ -211,8 +222,7 @@ slurm() {
 	slurm_job
 	M=$RW/slurm
 	export IBCR_MPI_RSH_DIR=$M/rsh
-	rm -rf "$M"
-	mkdir -p "$M/rsh"
+	fresh slurm
 	slurm_cluster
 	if [[ $ME == B ]]; then	# orted: a step of the job (mpi-rsh)
 		wait_mark running 600
