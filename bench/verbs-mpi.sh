@@ -11,6 +11,7 @@
 #     restarted, MPI_CKPTS times; it must end with the right answer, every
 #     step verified by the ranks. Rows mpi_job: freeze_ms, ckpt_ms,
 #     ckpt_wall_ms, image_bytes, restore_ms, and "verified".
+# shellcheck disable=SC2054 # UCX_TLS's commas are one word
 MPI_OPTS=(--allow-run-as-root --oversubscribe --mca pml ucx --mca btl self
 	--mca oob_tcp_if_include lo -x UCX_TLS=rc_verbs,ud_verbs,self -x UCX_NET_DEVICES=rxe0:1
 	-x UCX_UD_VERBS_ETH_DGID_CHECK=n)
@@ -67,7 +68,7 @@ mpi_job_part() {
 	for ((k = 1; k <= MPI_CKPTS; k++)); do
 		mpi_tick "$n" || return 1
 		mp=$(pgrep -x mpirun) || { fail "mpi job: no mpirun"; return 1; }
-		SPID=$mp CPID=''
+		SPID=$mp
 		mpi_saver "$k" || return 1
 		wait_gone "$mp" || { fail "mpi job: mpirun $mp still there after saver --kill"; return 1; }
 		[[ -n ${lp:-} ]] && wait "$lp"
@@ -84,8 +85,10 @@ mpi_job_part() {
 	wait "$lp"
 	res_kv "$D/loader.res"
 	[[ ${KV[status]:-} == 0 ]] || { fail "mpi job: the restart-loader exited ${KV[status]:-?}"; return 1; }
-	grep -q '^ANSWER ok' "$D/mpi.out" && ! grep -q FAIL "$D/mpi.out" ||
-		{ fail "mpi job: NO RIGHT ANSWER after the restarts: $(tail -n 2 "$D/mpi.out")"; return 1; }
+	if ! grep -q '^ANSWER ok' "$D/mpi.out" || grep -q FAIL "$D/mpi.out"; then
+		fail "mpi job: NO RIGHT ANSWER after the restarts: $(tail -n 2 "$D/mpi.out")"
+		return 1
+	fi
 	csv mpi_job restart all verified "$MPI_STEPS"
 	say "    the restored job finished: $MPI_STEPS steps verified by the ranks, the right answer"
 }

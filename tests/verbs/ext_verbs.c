@@ -153,7 +153,8 @@ int main(int argc, char **argv)
 	CHECK(pd && cq, "pd/cq");
 	qp = make_qp(pd, cq, cq, NULL, IBV_QPT_RC, 8);
 	buf = aligned_alloc(4096, 8192);
-	mr = ibv_reg_mr(pd, buf, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	mr = ibv_reg_mr(pd, buf, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				IBV_ACCESS_REMOTE_READ);
 	CHECK(buf && mr, "reg_mr");
 
 	/* queries */

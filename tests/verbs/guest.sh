@@ -131,6 +131,8 @@ t_ext_verbs() {
 	[[ "$(grep 'device_ex:' plain.out)" == "$(grep 'device_ex:' shim.out)" ]] ||
 		fail "ibv_query_device_ex differs with the shim: $(grep -h 'device_ex:' plain.out shim.out)"
 	grep -q 'ok: create_cq_ex: 4 SEND_WITH_IMM' shim.out || fail "no extended CQ traffic with the shim"
+	grep -q 'ok: create_qp_ex with send operations, wr_start' shim.out ||
+		fail "no ibv_wr_* traffic with the shim"
 	sed -n 's/^ *\(device_ex: .*\)/info: \1/p' shim.out
 	sed -n 's/^ *\(ok: .*EOPNOTSUPP\|ext_verbs: .*\)/info: \1/p' shim.out
 }
