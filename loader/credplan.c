@@ -12,8 +12,12 @@
  * by some threads but not all comes back as one copy per thread:
  * docs/design.md.
  */
+#include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <linux/capability.h>
 
 #include "buf.h"
 #include "loader.h"
@@ -129,4 +133,67 @@ void plan_creds(struct plan *p, struct arena *a, const struct restore *rs)
 		p->root = strcpy(arena_take(a, strlen(pv->root) + 1, 1), pv->root);
 	if (rs->seccomp)
 		p->flags |= PLAN_SECCOMP;
+}
+
+/*
+ * Whether every thread can share the main thread's credentials, as
+ * threads do that never changed them one by one: the kernel compares the
+ * very credentials (not their values) of the thread that opened an
+ * RDMA device or rdma_cm descriptor with those of each thread that
+ * writes to it (ib_safe_file_access), so threads given equal but
+ * separate credentials get EACCES there. Shared, the main thread sets
+ * them once before it makes the others, who inherit them
+ * (loader/core/creds.c). Not when the values differ, when capabilities
+ * come last (after filters that need CAP_SYS_ADMIN), when they lack
+ * what clone3 needs for the saved TIDs, or when a thread's scheduling
+ * needs a privilege they lack: it sets that after them. Either way the
+ * core changes nothing that is already as saved, so a restore by the
+ * program's own user keeps the loader's shared credentials.
+ */
+static int same_creds(const struct ibcr_priv *pv, const struct restore *rs, uint32_t i)
+{
+	const struct ibcr_creds *a = &pv->creds[0], *b = &pv->creds[i];
+
+	return !memcmp(a->uid, b->uid, sizeof(a->uid)) && !memcmp(a->gid, b->gid, sizeof(a->gid)) &&
+	       a->cap_eff == b->cap_eff && a->cap_prm == b->cap_prm && a->cap_inh == b->cap_inh &&
+	       a->cap_bnd == b->cap_bnd && a->cap_amb == b->cap_amb &&
+	       a->securebits == b->securebits && a->ngroups == b->ngroups &&
+	       !memcmp(pv->groups + a->group0, pv->groups + b->group0, 4 * (size_t)a->ngroups) &&
+	       (a->flags & IBCR_CREDF_NO_NEW_PRIVS) == (b->flags & IBCR_CREDF_NO_NEW_PRIVS) &&
+	       rs->cred_flags[i] == rs->cred_flags[0];
+}
+
+static int sched_needs_privilege(const struct plan_thread *t, int loader_nice)
+{
+	const struct ibcr_tattrs *a = &t->attrs;
+
+	return t->has_attrs &&
+	       (a->sched_nice < loader_nice || (a->flags & IBCR_TATTRF_UCLAMP) ||
+		a->sched_policy == SCHED_FIFO || a->sched_policy == SCHED_RR ||
+		a->sched_policy == 6 /* SCHED_DEADLINE */);
+}
+
+void plan_creds_shared(struct plan *p, const struct restore *rs)
+{
+	const struct ibcr_priv *pv = &rs->ps->priv;
+	int nice;
+
+	const uint64_t eff = pv->creds[0].cap_eff;
+
+	/* clone3 with a chosen TID needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE */
+	if (!p->threads[0].creds || pv->hdr.nthreads != p->nthreads ||
+	    (rs->cred_flags[0] & PLAN_CRED_LATE_CAPS) ||
+	    ((p->flags & PLAN_EXACT_TIDS) &&
+	     !(eff >> CAP_SYS_ADMIN & 1) && !(eff >> CAP_CHECKPOINT_RESTORE & 1)))
+		return;
+	errno = 0;
+	nice = getpriority(PRIO_PROCESS, 0);
+	if (nice == -1 && errno)
+		return;
+	for (uint32_t i = 0; i < p->nthreads; i++)
+		if ((i && !same_creds(pv, rs, i)) ||
+		    (sched_needs_privilege(&p->threads[i], nice) &&
+		     !(pv->creds[i].cap_eff >> CAP_SYS_NICE & 1)))
+			return;
+	p->flags |= PLAN_CREDS_SHARED;
 }

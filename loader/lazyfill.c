@@ -228,7 +228,7 @@ static int serve_fault(struct lazy *lz, uint64_t addr)
 	addr &= ~(page - 1);
 	lz->faults++;
 	i = ext_find(lz, addr);
-	if (i < 0)
+	if (i < 0 || !lz->ext)	/* ext_find says so; the analyzer cannot see it */
 		return zero_page(lz, addr);
 	d = lz->ext[i].doff + (addr - lz->ext[i].addr);
 	end = addr + (chunk - d % chunk);

@@ -74,8 +74,10 @@ static int copies_mm(pid_t tid)
 	if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, sizeof(si), &si) <= 0 ||
 	    si.op != PTRACE_SYSCALL_INFO_ENTRY)
 		return 0;
+#ifdef SYS_fork	/* aarch64 has only clone and clone3 */
 	if (si.entry.nr == SYS_fork)
 		return 1;
+#endif
 	if (si.entry.nr == SYS_clone)
 		return !(si.entry.args[0] & CLONE_VM);
 	if (si.entry.nr == SYS_clone3) {

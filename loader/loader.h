@@ -82,6 +82,7 @@ struct plan;
 /* credplan.c: each thread's credentials and filters in the plan */
 size_t creds_plan_size(const struct restore *rs);
 void plan_creds(struct plan *p, struct arena *a, const struct restore *rs);
+void plan_creds_shared(struct plan *p, const struct restore *rs);
 
 /* tcp.c: established TCP connections, in repair mode until tcp_finish */
 int tcp_repair_on(int s);
@@ -167,6 +168,8 @@ int cgroup_enter(const struct ibcr_process_state *ps, struct ibcr_err *e);
 int verbs_preflight(const struct ibcr_process_state *ps, struct ibcr_err *e);
 int verbs_standins(struct restore *rs, struct ibcr_err *e);
 int verbs_pokes(struct restore *rs, struct ibcr_err *e);
+/* the child, once its plan is built: its threads keep one credential */
+int verbs_creds_check(const struct restore *rs, const struct plan *p, struct ibcr_err *e);
 
 /* objects.c (parent, before forking): opens the image's file objects */
 int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_err *e);

@@ -371,6 +371,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	plan_process(p, &a, rs);
 	plan_creds(p, &a, rs);
 	attrs_plan(p, rs);
+	plan_creds_shared(p, rs);
 	plan_fds(p, &a, rs);
 	plan_pokes(p, &a, rs);
 	plan_shm(p, &a, rs);

@@ -195,10 +195,11 @@ static int epoll_entries(const struct restore *rs, const struct ibcr_verbs_contr
 
 /*
  * The restored threads must keep sharing one credential (docs/design.md,
- * "A credential shared"): the kernel refuses a verbs command (EACCES) from
+ * "Shared credentials"): the kernel refuses a verbs command (EACCES) from
  * a thread whose credential is not the very one the device was opened
- * with, and a thread given other ids or capabilities than the loader's
- * gets one of its own. Refused here, before anything is made.
+ * with. They do when the core sets them once for all (PLAN_CREDS_SHARED)
+ * or changes nothing (they are the loader's already); otherwise each
+ * thread would get one of its own: refused, before the program runs.
  */
 static int same_creds_as_loader(const struct restore *rs, struct ibcr_err *e)
 {
@@ -228,6 +229,15 @@ static int same_creds_as_loader(const struct restore *rs, struct ibcr_err *e)
 	return 0;
 }
 
+int verbs_creds_check(const struct restore *rs, const struct plan *p, struct ibcr_err *e)
+{
+	const struct ibcr_verbs_section *s = section_of(rs->ps);
+
+	if (!s || !s->control.ndevices || (p->flags & PLAN_CREDS_SHARED))
+		return 0;
+	return same_creds_as_loader(rs, e);
+}
+
 int verbs_pokes(struct restore *rs, struct ibcr_err *e)
 {
 	const struct ibcr_verbs_section *s = section_of(rs->ps);
@@ -240,8 +250,6 @@ int verbs_pokes(struct restore *rs, struct ibcr_err *e)
 
 	if (!s)
 		return 0;
-	if (s->control.ndevices && same_creds_as_loader(rs, e))
-		return -1;
 	if (epoll_entries(rs, &s->control, ep, &nep, e))
 		return -1;
 	if (nep) {

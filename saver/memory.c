@@ -342,7 +342,7 @@ static void add_sum(struct dump *d, uint32_t term)
 		pagesum_add(d->t, d->v->data_len, term);
 }
 
-/* From the freeze's copy of shared memory when there is one. */
+/* From the freeze's copy (shared memory, DONTFORK) when there is one. */
 static int read_pages(struct dump *d, uint64_t addr, uint8_t *dst, size_t len,
 		      struct ibcr_err *e)
 {
@@ -437,11 +437,6 @@ static int shmem_has_data(struct dump *d, uint64_t off, uint64_t len)
 {
 	off_t data;
 
-	if (d->copy) {	/* as it was in the freeze */
-		uint64_t p = (off - d->v->pgoff) / (uint64_t)getpagesize();
-
-		return (d->copy->bits[p / 64] >> (p % 64)) & 1;
-	}
 	if (d->objfd < 0)
 		return 1;
 	data = lseek(d->objfd, (off_t)off, SEEK_DATA);
@@ -453,7 +448,7 @@ static int dump_chunk(struct dump *d, enum pick how, uint64_t addr, uint64_t npa
 {
 	uint64_t pg = (uint64_t)getpagesize(), run = 0, run_start = 0;
 
-	if (how != PICK_ALL) {
+	if (how != PICK_ALL && !d->copy) {	/* a copy's bits say it */
 		ssize_t want = (ssize_t)(npages * 8);
 
 		if (pread(d->pmfd, d->pm, (size_t)want, (off_t)(addr / pg * 8)) != want)
@@ -464,7 +459,8 @@ static int dump_chunk(struct dump *d, enum pick how, uint64_t addr, uint64_t npa
 		uint64_t a = addr + i * pg;
 		uint64_t p = (a - d->v->start) / pg;
 		int want = i < npages &&
-			   (how == PICK_ALL ?
+			   (d->copy ? (int)(d->copy->bits[p / 64] >> (p % 64) & 1) :
+			    how == PICK_ALL ?
 			    shmem_has_data(d, d->v->pgoff + (a - d->v->start), pg) :
 			    wanted(how, d->pm[i])) &&
 			   !(d->cow && (d->cow[p / 64] & (1ull << (p % 64))));

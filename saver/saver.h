@@ -246,6 +246,8 @@ int shm_copy_all(struct target *t, struct ibcr_err *e);
 void shm_copy_reserve(const struct maps_entry *m, size_t n);
 const struct shm_copy *shm_copy_of(const struct target *t, uint32_t vma);
 void shm_copy_free(struct target *t, uint32_t vma);
+/* noforkcopy.c: DONTFORK and WIPEONFORK memory copied in the freeze (0, 1: cannot, -1) */
+int nofork_copy_all(struct target *t, struct ibcr_err *e);
 
 /* snapshot.c: a copy-on-write copy to write the image from */
 int snapshot_create_all(struct target *t, uint32_t n, struct ibcr_err *e);

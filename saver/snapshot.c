@@ -8,9 +8,9 @@
  * then kills it, and has the process reap it with one more injected call
  * (wait4 with __WALL), since a child without exit signal is never
  * announced to its parent. Regions that a fork does not copy faithfully
- * (MADV_DONTFORK, MADV_WIPEONFORK) make the saver write while frozen;
- * shared memory, which the process writes on, is copied before the
- * fork (shmsnap.c).
+ * (MADV_DONTFORK, MADV_WIPEONFORK) are copied in the freeze
+ * (noforkcopy.c), and so is shared memory, which the process writes on
+ * (shmsnap.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,15 +26,6 @@
 #include "ptrace_util.h"
 #include "saver.h"
 
-/* Shared memory is copied in the freeze instead (shmsnap.c). */
-static int forks_faithfully(const struct target *t)
-{
-	for (uint32_t i = 0; i < t->ps.nvmas; i++)
-		if (t->ps.vmas[i].madv & (IBCR_MADV_DONTFORK | IBCR_MADV_WIPEONFORK))
-			return 0;
-	return 1;
-}
-
 /*
  * Shared memory is copied, then the clone injected and left running
  * (pt_inject_begin): every process of the image forks at once, which the
@@ -47,9 +38,9 @@ static int fork_begin(struct target *t, struct pt_injection *in, struct ibcr_err
 	const uint64_t a[6] = { 0, 0, 0, 0, 0, 0 };	/* flags 0: fork, no signal */
 	int rc;
 
-	if (!forks_faithfully(t))
-		return 0;
-	rc = shm_copy_all(t, e);	/* the process writes on into shared memory */
+	rc = nofork_copy_all(t, e);	/* what the fork would not copy */
+	if (!rc)
+		rc = shm_copy_all(t, e);	/* the process writes on into shared memory */
 	if (rc)
 		return rc < 0 ? -1 : 0;
 	/* t->ptopts: our calls in it (and the clone) keep seccomp suspended */

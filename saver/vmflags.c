@@ -15,7 +15,8 @@
  * smaps: the child of the fork has the regions and flags the process had
  * at that instant, except that a DONTFORK region is absent from it and no
  * region is locked in it. A region absent or WIPEONFORK there, unguessed,
- * means the snapshot is not the process: the checkpoint fails (nothing
+ * (a guessed DONTFORK one is absent and was copied in the freeze:
+ * noforkcopy.c) means the snapshot is not the process: the checkpoint fails (nothing
  * is written) rather than save memory it did not copy.
  */
 #include <stdio.h>
@@ -125,6 +126,9 @@ int vmflags_verify(struct target *t, struct ibcr_err *e)
 		const struct maps_entry *r = find(m, n, v);
 		uint32_t vmf, was_flags = v->flags, was_madv = v->madv;
 
+		/* DONTFORK, as guessed: not in the snapshot, copied in the freeze */
+		if (!r && t->mem_pid && (v->madv & IBCR_MADV_DONTFORK))
+			continue;
 		if (!r || (t->mem_pid && (r->vmflags & VMF_WIPEONFORK) &&
 			   !(v->madv & IBCR_MADV_WIPEONFORK))) {
 			rc = ibcr_fail(e, "pid %d: region %#llx-%#llx was madvised "

@@ -10,7 +10,10 @@
  * After the loader's go, as the last steps before rt_sigreturn
  * (core_sandbox): dumpable (main thread), seccomp strict mode or the
  * filters, and the capabilities last when installing the filters needed
- * CAP_SYS_ADMIN. The loader holds every thread at its rt_sigreturn until
+ * CAP_SYS_ADMIN. Threads whose credentials are all the main thread's
+ * (PLAN_CREDS_SHARED, loader/credplan.c) share them, as in the kernel
+ * before the checkpoint: the main thread sets them before it makes the
+ * others. The loader holds every thread at its rt_sigreturn until
  * all are done (finalize.c), so no program code runs beside a thread
  * that is not; it traces them with seccomp suspended, so the filters do
  * not apply to these last steps either. The root directory is changed
@@ -94,11 +97,18 @@ static void set_ids(struct plan *p, const struct plan_thread *t)
 
 static void set_ambient(struct plan *p, const struct plan_thread *t)
 {
-	long rc = sys_prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	long rc = 0;
 
-	for (int cap = 0; cap < 64 && !rc; cap++)
-		if (t->creds->amb >> cap & 1)
+	/* cap by cap, only what differs: each change is new credentials */
+	for (int cap = 0; cap < 64 && !rc; cap++) {
+		long has = sys_prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, (uint64_t)cap, 0, 0);
+		int want = t->creds->amb >> cap & 1;
+
+		if (has == 1 && !want)
+			rc = sys_prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, (uint64_t)cap, 0, 0);
+		else if (has == 0 && want)
 			rc = sys_prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, (uint64_t)cap, 0, 0);
+	}
 	if (rc)
 		fail(p, t, "setting its ambient capabilities", rc);
 }
@@ -116,11 +126,26 @@ static void set_bounding(struct plan *p, const struct plan_thread *t)
 	}
 }
 
+/*
+ * capset only when the sets differ: new credentials each time, and
+ * threads that keep the very same ones as the loader gave them share
+ * them, as they did before (see plan_creds_shared).
+ */
+static long caps_to(uint64_t eff, uint64_t prm, uint64_t inh)
+{
+	uint64_t cur[3];
+	long rc = caps_get(cur);
+
+	if (!rc && (cur[0] != eff || cur[1] != prm || cur[2] != inh))
+		rc = caps_set(eff, prm, inh);
+	return rc;
+}
+
 static void final_caps(struct plan *p, const struct plan_thread *t)
 {
 	const struct plan_creds *c = t->creds;
 	uint64_t now[3];
-	long rc = caps_set(c->eff, c->prm, c->inh);
+	long rc = caps_to(c->eff, c->prm, c->inh);
 
 	if (!rc)
 		rc = caps_get(now);
@@ -166,47 +191,6 @@ static void check_creds(struct plan *p, const struct plan_thread *t)
 		core_die(p, "thread %d: its %s came back different", t->tid, what);
 }
 
-/*
- * The thread has the plan's credentials already (a restore by the same
- * user as the program, root for root): its credential stays the one it
- * shares with the threads it was cloned with. Every change makes a new
- * one per thread, and the kernel compares credentials by identity in
- * places: ib_uverbs_write() fails with EACCES unless the writer's is the
- * very one its device file was opened with (ib_safe_file_access), so a
- * verbs command from another thread than the opener would fail.
- */
-static int creds_are_plan(const struct plan_creds *c)
-{
-	uint32_t u[3] = { 0 }, g[3] = { 0 }, groups[64];
-	uint64_t cur[3], bnd = 0, amb = 0;
-	long n;
-
-	if (c->flags & (PLAN_CRED_LATE_CAPS | PLAN_CRED_DUMP_ROOT) || c->ngroups > 64 ||
-	    caps_get(cur) || cur[0] != c->eff || cur[1] != c->prm || cur[2] != c->inh)
-		return 0;
-	SYS(__NR_getresuid, &u[0], &u[1], &u[2], 0, 0, 0);
-	SYS(__NR_getresgid, &g[0], &g[1], &g[2], 0, 0, 0);
-	for (int i = 0; i < 3; i++)
-		if (u[i] != c->uid[i] || g[i] != c->gid[i])
-			return 0;
-	if ((uint32_t)SYS(__NR_setfsuid, -1, 0, 0, 0, 0, 0) != c->uid[3] ||
-	    (uint32_t)SYS(__NR_setfsgid, -1, 0, 0, 0, 0, 0) != c->gid[3] ||
-	    (uint32_t)sys_prctl(PR_GET_SECUREBITS, 0, 0, 0, 0) != c->securebits)
-		return 0;
-	n = SYS(__NR_getgroups, 64, groups, 0, 0, 0, 0);
-	if (n != (long)c->ngroups)
-		return 0;
-	for (long i = 0; i < n; i++)
-		if (groups[i] != c->groups[i])
-			return 0;
-	for (int cap = 0; cap < 64; cap++) {
-		bnd |= (uint64_t)(sys_prctl(PR_CAPBSET_READ, (uint64_t)cap, 0, 0, 0) == 1) << cap;
-		amb |= (uint64_t)(sys_prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET,
-					    (uint64_t)cap, 0, 0) == 1) << cap;
-	}
-	return bnd == c->bnd && amb == c->amb;
-}
-
 void core_creds(struct plan *p, const struct plan_thread *t)
 {
 	const struct plan_creds *c = t->creds;
@@ -215,16 +199,15 @@ void core_creds(struct plan *p, const struct plan_thread *t)
 
 	if (!c)
 		return;
-	if (creds_are_plan(c)) {	/* no_new_privs is the task's, not its credential's */
-		if ((c->flags & PLAN_CRED_NNP) && (rc = sys_prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)))
-			fail(p, t, "setting no_new_privs", rc);
+	/* shared: the main thread set them before it made this one */
+	if ((p->flags & PLAN_CREDS_SHARED) && t != &p->threads[0]) {
 		check_creds(p, t);
 		return;
 	}
 	/* every permitted capability effective, for the steps below */
 	rc = caps_get(cur);
 	if (!rc)
-		rc = caps_set(cur[1], cur[1], cur[2]);
+		rc = caps_to(cur[1], cur[1], cur[2]);
 	if (rc)
 		fail(p, t, "raising its capabilities", rc);
 	if (c->flags & PLAN_CRED_IDS)
@@ -234,7 +217,7 @@ void core_creds(struct plan *p, const struct plan_thread *t)
 		SYS(__NR_setfsuid, c->uid[3] ^ 1, 0, 0, 0, 0, 0);
 		SYS(__NR_setfsuid, c->uid[3], 0, 0, 0, 0, 0);
 	}
-	rc = caps_set(cur[1], cur[1], c->inh);
+	rc = caps_to(cur[1], cur[1], c->inh);
 	if (rc)
 		fail(p, t, "setting its inheritable capabilities", rc);
 	set_ambient(p, t);

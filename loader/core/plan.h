@@ -115,6 +115,8 @@ struct plan_mm_map {
 #define PLAN_SECCOMP 0x20	/* threads under seccomp: the loader traces them */
 				/* with PTRACE_O_SUSPEND_SECCOMP to the end */
 #define PLAN_LAZY 0x40		/* regions with `lazy` go to the loader (core/lazy.c) */
+#define PLAN_CREDS_SHARED 0x80	/* all threads share the main thread's credentials: */
+				/* it sets them before it makes the others */
 
 struct plan {
 	uint64_t magic;

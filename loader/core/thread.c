@@ -56,7 +56,8 @@ static void setup_self(struct plan *p, struct plan_thread *t)
 		if (rc)
 			core_die(p, "thread %d: sigaltstack: error %ld", t->tid, -rc);
 	}
-	core_creds(p, t);
+	if (!(p->flags & PLAN_CREDS_SHARED) || t != &p->threads[0])
+		core_creds(p, t);	/* else set before the others were made */
 	core_thread_attrs_late(p, t);	/* a change of credentials clears it */
 	rc = arch_set_tls(t->tls);
 	if (rc)
@@ -164,6 +165,8 @@ static long clone_thread(struct plan *p, uint32_t i, int exact)
 
 void core_start_threads(struct plan *p)
 {
+	if (p->flags & PLAN_CREDS_SHARED)
+		core_creds(p, &p->threads[0]);	/* the others inherit these */
 	for (uint32_t i = 1; i < p->nthreads; i++) {
 		long rc;
 

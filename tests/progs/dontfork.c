@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * A parent that cannot be snapshotted (a MADV_DONTFORK region: a fork
- * would not copy it, so a live checkpoint keeps the tree stopped while it
+ * A parent that cannot be snapshotted (a MADV_DONTFORK mapping of a file:
+ * a fork would not copy it, and only anonymous ones are copied in the
+ * freeze instead, so a live checkpoint keeps the tree stopped while it
  * writes) and a child that could be. The child checks at the end that it
  * has no child of its own: a snapshot the saver made of it and never
  * reaped would be one (a zombie without exit signal, seen with __WALL).
  *
  *   dontfork [TICKS [MS]]     prints "tick N", then "DONE" or "FAIL ..."
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -40,18 +42,19 @@ static int child(long ticks, long ms)
 int main(int argc, char **argv)
 {
 	long ticks = argc > 1 ? atol(argv[1]) : 60, ms = argc > 2 ? atol(argv[2]) : 50;
-	size_t len = 1 << 20;
-	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	size_t len = 4096;
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	char *m = fd < 0 ? MAP_FAILED : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 	int st;
 	pid_t c;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (m == MAP_FAILED || madvise(m, len, MADV_DONTFORK)) {
-		perror("dontfork: mmap/madvise");
+		perror("dontfork: mmap/madvise of its own executable");
 		return 1;
 	}
-	for (size_t i = 0; i < len; i += 4096)
-		m[i] = 1;
+	close(fd);
+	m[0] ^= 1;	/* a private copy of the page */
 	c = fork();
 	if (c < 0) {
 		perror("dontfork: fork");
