@@ -36,6 +36,8 @@ M=$RW/mpi
 IPS=(10.99.0.1 10.99.0.2)
 t0=$SECONDS
 export IBCR_MPI_RSH_DIR=$M/rsh
+# one node's image may take minutes longer than the other's on a loaded host
+export IBCR_JOB_TIMEOUT=600
 
 fail() {
 	local p
