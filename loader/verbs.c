@@ -198,8 +198,10 @@ static int epoll_entries(const struct restore *rs, const struct ibcr_verbs_contr
  * "Shared credentials"): the kernel refuses a verbs command (EACCES) from
  * a thread whose credential is not the very one the device was opened
  * with. They do when the core sets them once for all (PLAN_CREDS_SHARED)
- * or changes nothing (they are the loader's already); otherwise each
- * thread would get one of its own: refused, before the program runs.
+ * or changes nothing (they are the loader's already); otherwise (another
+ * user's threads with their saved TIDs: the main thread could not make
+ * them once it is that user) each would get one of its own: refused,
+ * before the program runs. The child prefixes the pid.
  */
 static int same_creds_as_loader(const struct restore *rs, struct ibcr_err *e)
 {
@@ -209,8 +211,7 @@ static int same_creds_as_loader(const struct restore *rs, struct ibcr_err *e)
 	uint64_t eff, prm, inh;
 
 	if (syscall(SYS_capget, &h, d))
-		return ibcr_fail_errno(e, errno, "pid %d: reading restart-loader's capabilities",
-				       ps->rec.pid);
+		return ibcr_fail_errno(e, errno, "reading restart-loader's capabilities");
 	eff = d[0].effective | (uint64_t)d[1].effective << 32;
 	prm = d[0].permitted | (uint64_t)d[1].permitted << 32;
 	inh = d[0].inheritable | (uint64_t)d[1].inheritable << 32;
@@ -220,11 +221,10 @@ static int same_creds_as_loader(const struct restore *rs, struct ibcr_err *e)
 		if ((rs->cred_flags[i] & (PLAN_CRED_IDS | PLAN_CRED_LATE_CAPS |
 					  PLAN_CRED_DUMP_ROOT)) ||
 		    c->cap_eff != eff || c->cap_prm != prm || c->cap_inh != inh)
-			return ibcr_fail(e, "pid %d: a verbs process restored with other "
+			return ibcr_fail(e, "a verbs process restored with other "
 					 "credentials than restart-loader's would have its threads' "
 					 "verbs commands refused by the kernel (EACCES): restore it "
-					 "as the user it ran as, with the same capabilities",
-					 ps->rec.pid);
+					 "as the user it ran as, with the same capabilities");
 	}
 	return 0;
 }

@@ -363,12 +363,11 @@ t_missing_peer() {
 	sed -n 's/^\(ibcr-verbs:.*\)/info: \1/p' server.out
 }
 
-# A pair run by nobody, checkpointed by root, restored by root: the core
-# sets nobody's credentials once in the main thread before it makes the
-# others (they share one, as before the checkpoint), so the threads' verbs
-# commands pass the kernel's check that each writer's credential is the
-# very one the device was opened with; every iteration verified. (Before
-# that, each thread got its own and every post failed with EACCES.)
+# A pair run by nobody, checkpointed by root: restored by root its threads
+# would each get a credential of their own, and the kernel would refuse
+# their verbs commands (EACCES): refused before anything runs, naming
+# the pid. Restored by nobody, the threads share theirs: every iteration
+# verified to the end.
 t_other_creds() {
 	local sp cp rc=0 R=$B/tests/progs/runas
 	chmod 777 "$W"
@@ -384,12 +383,20 @@ t_other_creds() {
 	"$S/saver" --kill -o job.ckpt "$(cat server.pid)" "$(cat client.pid)" || fail "saver failed"
 	wait $sp
 	wait $cp
-	"$S/restart-loader" job.ckpt >restart.out 2>&1 || rc=$?
-	((rc == 0)) || fail "restart-loader by root: status $rc: $(tail -n 3 restart.out)"
+	chmod 644 job.ckpt
+	"$S/restart-loader" job.ckpt >refused.out 2>&1 || rc=$?
+	((rc == 1)) || fail "restart-loader by root: status $rc, not 1: $(tail -n 3 refused.out)"
+	grep -q "pid $(cat server.pid): a verbs process restored with other credentials than restart-loader's" \
+		refused.out || fail "the refusal does not say why: $(cat refused.out)"
+	! pgrep -f "$T/rc_pp" >/dev/null || fail "an rc_pp runs after the refusal"
+	sed 's/^/info: /' refused.out
+	rc=0
+	"$R" 65534 65534 "$S/restart-loader" job.ckpt >restart.out 2>&1 || rc=$?
+	((rc == 0)) || fail "restart-loader by nobody: status $rc: $(tail -n 3 restart.out)"
 	grep -q "rc_pp client: 1500 iterations verified" client.out ||
-		fail "restored by root, the pair did not finish: $(tail -n 3 restart.out client.out)"
+		fail "restored by nobody, the pair did not finish: $(tail -n 3 restart.out client.out)"
 	grep -q "rc_pp server: 1500 iterations verified" server.out ||
-		fail "restored by root, the server did not finish: $(tail -n 3 server.out)"
+		fail "restored by nobody, the server did not finish: $(tail -n 3 server.out)"
 }
 
 # The image for the other boots: an rc_pp pair checkpointed in $FRESH.
