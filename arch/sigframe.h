@@ -13,11 +13,18 @@ struct arch_thread_regs {
 	uint64_t sigmask;
 	uint64_t altstack_sp, altstack_size;
 	uint32_t altstack_flags;
+	int keep_altstack;	/* leave the thread's alternate stack as it is */
 };
 
 /* Bytes an area must have for arch_build_frame. */
 size_t arch_frame_size(uint32_t fpregs_size);
 /* Builds the rt_sigframe in `area`; returns the frame's address. */
 void *arch_build_frame(void *area, const struct arch_thread_regs *t);
+
+/*
+ * The same built in `area` for use at address `at` in another process
+ * (area and at equally aligned modulo 64); returns the frame in area.
+ */
+void *arch_build_frame_at(void *area, uint64_t at, const struct arch_thread_regs *t);
 
 #endif

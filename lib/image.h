@@ -63,6 +63,7 @@ enum ibcr_sec_type {
 	IBCR_SEC_BACKING = 22,	/* image-wide: mapped (and carried) files: identity, contents */
 	IBCR_SEC_VDSO = 23,	/* image-wide: the saving kernel's [vdso], its bytes */
 	IBCR_SEC_SOCKOPTS = 18,	/* image-wide: socket options (lib/sockopt.h) */
+	IBCR_SEC_PTIMERS = 27,	/* struct ibcr_ptimer[]: POSIX timers (timer_create) */
 	IBCR_SEC_NETLOCK = 19,	/* image-wide: the network lock left for the */
 				/* image's TCP connections (lib/netlock.h) */
 	IBCR_SEC_END = 0x7fff,	/* last section: marks a complete image */
@@ -321,6 +322,32 @@ struct ibcr_thread {
 };
 
 #define IBCR_SIGINFO_SIZE 128
+
+/*
+ * PTIMERS section: one per process that has POSIX timers (timer_create),
+ * after its THREADs; one record per timer, in ascending id order.
+ */
+struct ibcr_ptimer {
+	int32_t id;		/* the timer_t the program holds */
+	int32_t clock;		/* CLOCK_REALTIME, _MONOTONIC, _BOOTTIME, _TAI */
+	int32_t notify;		/* sigev_notify: SIGEV_SIGNAL, _NONE, _THREAD, */
+				/* | SIGEV_THREAD_ID */
+	int32_t signo;		/* sigev_signo (kept for SIGEV_NONE too) */
+	uint64_t sigval;	/* sigev_value */
+	int32_t tid;		/* SIGEV_THREAD_ID: the saved TID it signals */
+	int32_t overrun;	/* timer_getoverrun: of the last signal taken */
+	int64_t value_ns;	/* time left (timer_gettime); 0: disarmed */
+	int64_t interval_ns;	/* 0: one-shot */
+	uint64_t reserved;
+};
+
+#define IBCR_MAX_PTIMERS 65536	/* per process: a bound for the reader */
+/* sigev_notify and clock ids, as the kernel's uapi has them */
+enum { IBCR_SIGEV_SIGNAL = 0, IBCR_SIGEV_NONE = 1, IBCR_SIGEV_THREAD = 2,
+       IBCR_SIGEV_THREAD_ID = 4 };
+enum { IBCR_CLOCK_REALTIME = 0, IBCR_CLOCK_MONOTONIC = 1, IBCR_CLOCK_BOOTTIME = 7,
+       IBCR_CLOCK_TAI = 11 };
+
 
 /* SIGACT section: IBCR_NSIG entries, signal n at index n-1. */
 struct ibcr_sigaction {

@@ -579,6 +579,8 @@ static int dec_one(struct img_reader *r, uint32_t proc, uint32_t idx,
 		return dec_pattrs(r->path, proc, p, s->h.size, ps, e);
 	case IBCR_SEC_TATTRS:
 		return dec_tattrs(r->path, proc, p, s->h.size, ps, e);
+	case IBCR_SEC_PTIMERS:
+		return dec_ptimers(r->path, proc, p, s->h.size, ps, e);
 	}
 	return ibcr_fail(e, "image %s: section %u has unknown type %u", r->path, idx,
 			 s->h.type);
@@ -759,6 +761,7 @@ void ibcr_process_free(struct ibcr_process_state *ps)
 	ibcr_priv_free(&ps->priv);
 	free(ps->cgroup);
 	free(ps->tattrs);
+	free(ps->ptimers);
 	free(ps->sums);
 	memset(ps, 0, sizeof(*ps));
 }

@@ -169,6 +169,11 @@ int dec_pattrs(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
 	       struct ibcr_process_state *ps, struct ibcr_err *e);
 int dec_tattrs(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
 	       struct ibcr_process_state *ps, struct ibcr_err *e);
+/* ptimers.c: POSIX timers (PTIMERS, after the THREADs) */
+void enc_ptimers(struct buf *b, const struct ibcr_process_state *ps);
+int dec_ptimers(const char *path, uint32_t proc, const uint8_t *p, uint64_t n,
+		struct ibcr_process_state *ps, struct ibcr_err *e);
+int ptimer_clock_ok(int32_t clock);	/* a clock whose timers are restored */
 
 /* image_priv.c: CREDS and SECCOMP (privileges and sandbox) */
 void enc_creds(struct buf *b, const struct ibcr_priv *pv);

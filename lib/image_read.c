@@ -37,6 +37,7 @@ const char *ibcr_sec_type_name(uint32_t type)
 	case IBCR_SEC_PAGESUMS: return "PAGESUMS";
 	case IBCR_SEC_PATTRS: return "PATTRS";
 	case IBCR_SEC_TATTRS: return "TATTRS";
+	case IBCR_SEC_PTIMERS: return "PTIMERS";
 	case IBCR_SEC_FILEDATA: return "FILEDATA";
 	case IBCR_SEC_FILEATTRS: return "FILEATTRS";
 	case IBCR_SEC_BACKING: return "BACKING";

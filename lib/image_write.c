@@ -13,6 +13,7 @@
 #include "crc32c.h"
 #include "fdio.h"
 #include "image_io.h"
+#include "outpath.h"
 #include "wqueue.h"
 
 /* Hands the filled buffer to the writing thread and takes the next one. */
@@ -289,6 +290,8 @@ int imgw_commit(struct img_writer *w, struct ibcr_err *e)
 		goto fail;
 	}
 	w->fd = -1;
+	if (outpath_replaceable(w->path, e))	/* a device put there meanwhile */
+		goto fail;
 	if (rename(w->tmp, w->path)) {
 		ibcr_fail_errno(e, errno, "renaming %s to %s", w->tmp, w->path);
 		goto fail;

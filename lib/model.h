@@ -72,6 +72,8 @@ struct ibcr_process_state {
 	struct ibcr_pattrs pattrs;
 	char *cgroup;		/* its cgroup v2 path, or NULL */
 	struct ibcr_tattrs *tattrs;	/* rec.nthreads records, or NULL */
+	uint32_t nptimers;	/* PTIMERS: POSIX timers, ascending ids */
+	struct ibcr_ptimer *ptimers;
 	uint32_t sum_chunk;	/* PAGESUMS: bytes per sum, 0 without */
 	uint64_t nsums;
 	uint32_t *sums;

@@ -39,6 +39,20 @@ int pt_seize(pid_t tid, unsigned long options, struct ibcr_err *e)
 	return 0;
 }
 
+/* Deaths pt_wait saw (the tracer reaps them): who said why, afterwards. */
+static struct { pid_t tid; int status; } deaths[32];
+static unsigned ndeaths;
+
+int pt_exit_status(pid_t tid, int *status)
+{
+	for (unsigned i = 0; i < ndeaths && i < 32; i++)
+		if (deaths[i].tid == tid) {
+			*status = deaths[i].status;
+			return 1;
+		}
+	return 0;
+}
+
 int pt_wait(pid_t tid, int *status, struct ibcr_err *e)
 {
 	for (;;) {
@@ -50,8 +64,11 @@ int pt_wait(pid_t tid, int *status, struct ibcr_err *e)
 			continue;
 		return ibcr_fail_errno(e, errno, "thread %d: waiting for it to stop", tid);
 	}
-	if (WIFEXITED(*status) || WIFSIGNALED(*status))
+	if (WIFEXITED(*status) || WIFSIGNALED(*status)) {
+		deaths[ndeaths++ % 32].tid = tid;
+		deaths[(ndeaths - 1) % 32].status = *status;
 		return ibcr_fail(e, "thread %d: exited while being traced", tid);
+	}
 	return 0;
 }
 
@@ -221,6 +238,28 @@ static int next_syscall_stop(pid_t tid, struct sysinfo_head *si, unsigned long *
 	if (PT(PTRACE_SYSCALL, tid, 0, 0))
 		return ibcr_fail_errno(e, errno, "thread %d: PTRACE_SYSCALL", tid);
 	return wait_syscall_stop(tid, si, event, e);
+}
+
+int pt_syscall_stop(pid_t tid, int *entry, long *val, unsigned long *event,
+		    struct ibcr_err *e)
+{
+	if (PT(PTRACE_SYSCALL, tid, 0, 0))
+		return ibcr_fail_errno(e, errno, "thread %d: PTRACE_SYSCALL", tid);
+	return pt_wait_syscall_stop(tid, entry, val, event, e);
+}
+
+int pt_wait_syscall_stop(pid_t tid, int *entry, long *val, unsigned long *event,
+			 struct ibcr_err *e)
+{
+	struct sysinfo_head si = { 0 };
+
+	if (wait_syscall_stop(tid, &si, event, e))
+		return -1;
+	if (si.op != SYSINFO_ENTRY && si.op != SYSINFO_EXIT)
+		return ibcr_fail(e, "thread %d: a system call stop of kind %u", tid, si.op);
+	*entry = si.op == SYSINFO_ENTRY;
+	*val = (long)si.nr;
+	return 0;
 }
 
 int pt_run_until_syscall_entry(pid_t tid, long nr, struct ibcr_err *e)

@@ -25,6 +25,8 @@ int pt_interrupt(pid_t tid, struct ibcr_err *e);
 int pt_interrupt_wait(pid_t tid, struct ibcr_err *e);
 /* Waits for tid's next stop; *status as waitpid gives it. */
 int pt_wait(pid_t tid, int *status, struct ibcr_err *e);
+/* 1 and its wait status when pt_wait saw tid die (and so reaped it). */
+int pt_exit_status(pid_t tid, int *status);
 int pt_getregs(pid_t tid, struct arch_gpregs *r, struct ibcr_err *e);
 int pt_setregs(pid_t tid, const struct arch_gpregs *r, struct ibcr_err *e);
 /* Reads a regset into buf (up to *len bytes); *len is set to its size. */
@@ -76,6 +78,17 @@ int pt_inject_begin(pid_t tid, uint64_t insn, long nr, const uint64_t a[6],
 		    struct pt_injection *in, struct ibcr_err *e);
 int pt_inject_end(struct pt_injection *in, long *ret, unsigned long *event,
 		  struct ibcr_err *e);
+
+/*
+ * Resumes a stopped thread under PTRACE_SYSCALL to its next system call
+ * stop (passing job-control and event stops as the injection does):
+ * *entry 1 at an entry (*val: the number), 0 at an exit (*val: the result).
+ * pt_wait_syscall_stop: the same for a thread resumed already.
+ */
+int pt_syscall_stop(pid_t tid, int *entry, long *val, unsigned long *event,
+		    struct ibcr_err *e);
+int pt_wait_syscall_stop(pid_t tid, int *entry, long *val, unsigned long *event,
+			 struct ibcr_err *e);
 
 /*
  * Resumes a stopped thread under PTRACE_SYSCALL until it has completed

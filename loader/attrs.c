@@ -54,7 +54,7 @@ int attrs_child(const struct restore *rs, struct ibcr_err *e)
 
 	if (!ps->has_attrs)
 		return 0;
-	if (cgroup_enter(ps, e) || write_oom(a->oom_score_adj, e))
+	if (cgroup_enter(rs, e) || write_oom(a->oom_score_adj, e))
 		return -1;
 	if ((a->flags & IBCR_PATTRF_SUBREAPER) && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
 		return ibcr_fail_errno(e, errno, "PR_SET_CHILD_SUBREAPER");

@@ -248,5 +248,5 @@ int attrs_preflight(const struct restore *rs, struct ibcr_err *e)
 	if (!ps->has_attrs)
 		return 0;	/* an older image: nothing else was saved */
 	return check_oom(ps, e) || check_affinity(ps, e) || check_sched(ps, e) ||
-	       check_membarrier(ps, e) || attrs_check_cgroup(ps, e);
+	       check_membarrier(ps, e) || attrs_check_cgroup(rs, e);
 }

@@ -4,8 +4,10 @@
  * was in, by its path, before it restores anything (so that its memory
  * and tasks are counted there from the start). The path must exist
  * here and take us: checked before anything changes. A process that was
- * in our own cgroup stays where fork put it. cgroup v1 hierarchies are
- * not restored: the process is in ours.
+ * in our own cgroup stays where fork put it; so does every one with
+ * --cgroup=here (a container's cgroup is the operator's choice, and the
+ * saved path means nothing inside it). cgroup v1 hierarchies are not
+ * restored: the process is in ours.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +20,9 @@
 #include "buf.h"
 #include "loader.h"
 #include "procfs.h"
+
+/* What a refusal offers instead. */
+#define HERE "restart-loader --cgroup=here leaves it in the loader's own cgroup"
 
 /* Where cgroup2 is mounted and which cgroup its root is, from mountinfo. */
 static int cgroup2_mount(char *dir, size_t dsize, char *root, size_t rsize)
@@ -88,49 +93,51 @@ static char *cgroup_dir(const struct ibcr_process_state *ps, int *same, const ch
  * The saved cgroup's directory and cgroup.procs, malloc'd; both NULL
  * when there is nothing to do (none saved, or we are in it).
  */
-static int target(const struct ibcr_process_state *ps, char **dir, char **procs,
-		  struct ibcr_err *e)
+static int target(const struct restore *rs, char **dir, char **procs, struct ibcr_err *e)
 {
+	const struct ibcr_process_state *ps = rs->ps;
 	const char *why;
 	int same;
 
 	*dir = *procs = NULL;
-	if (!ps->cgroup || !ps->cgroup[0])
+	if (!ps->cgroup || !ps->cgroup[0] || rs->cgroup_here)
 		return 0;
 	*dir = cgroup_dir(ps, &same, &why);
 	if (same)
 		return 0;
 	if (!*dir)
-		return ibcr_fail(e, "pid %d: cannot go back into its cgroup %s: %s",
+		return ibcr_fail(e, "pid %d: cannot go back into its cgroup %s: %s (" HERE ")",
 				 ps->rec.pid, ps->cgroup, why);
 	*procs = xmalloc(strlen(*dir) + 16);
 	sprintf(*procs, "%s/cgroup.procs", *dir);
 	return 0;
 }
 
-int attrs_check_cgroup(const struct ibcr_process_state *ps, struct ibcr_err *e)
+int attrs_check_cgroup(const struct restore *rs, struct ibcr_err *e)
 {
+	const struct ibcr_process_state *ps = rs->ps;
 	char *dir, *procs;
 	struct stat st;
-	int rc = target(ps, &dir, &procs, e);
+	int rc = target(rs, &dir, &procs, e);
 
 	if (rc || !dir)
 		return rc;
 	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
-		rc = ibcr_fail(e, "pid %d: its cgroup %s does not exist here (%s)",
+		rc = ibcr_fail(e, "pid %d: its cgroup %s does not exist here (%s; " HERE ")",
 			       ps->rec.pid, ps->cgroup, dir);
 	else if (access(procs, W_OK))
 		rc = ibcr_fail_errno(e, errno, "pid %d: cannot go back into its cgroup %s "
-				     "(%s)", ps->rec.pid, ps->cgroup, procs);
+				     "(%s; " HERE ")", ps->rec.pid, ps->cgroup, procs);
 	free(procs);
 	free(dir);
 	return rc;
 }
 
-int cgroup_enter(const struct ibcr_process_state *ps, struct ibcr_err *e)
+int cgroup_enter(const struct restore *rs, struct ibcr_err *e)
 {
+	const struct ibcr_process_state *ps = rs->ps;
 	char *dir, *procs, pid[16];
-	int fd, n, rc = target(ps, &dir, &procs, e);
+	int fd, n, rc = target(rs, &dir, &procs, e);
 
 	if (rc || !dir)
 		return rc;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "loader.h"
+#include "options.h"
 
 __attribute__((noreturn)) void child_fail(int fd, const struct ibcr_err *e)
 {
@@ -45,6 +46,7 @@ void run_child(struct restore *rs)
 	struct plan *plan;
 	uint64_t entry, sp, all = ~0ull;
 
+	loader_stdio_restore();	/* --log: fd 2 is the caller's again */
 	/* first: the cgroup counts what follows */
 	if (attrs_child(rs, &e) || setup_files(rs, &e) || restore_locks(rs, &e) ||
 	    creds_child(rs, &e))

@@ -25,19 +25,37 @@ static void pass_on(int sig)
 		kill(roots[i], sig);
 }
 
-void init_forward(const pid_t *pids, size_t n)
+static void forward(const int *sigs, size_t nsigs, const pid_t *pids, size_t n)
 {
-	static const int sigs[] = { SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2 };
 	struct sigaction sa;
 
-	if (getpid() != 1)
-		return;
 	nroots = n < MAX_ROOTS ? n : MAX_ROOTS;
 	memcpy(roots, pids, nroots * sizeof(*pids));
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = pass_on;
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+	for (size_t i = 0; i < nsigs; i++)
 		sigaction(sigs[i], &sa, NULL);
+}
+
+void init_forward(const pid_t *pids, size_t n)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2 };
+
+	if (getpid() == 1)
+		forward(sigs, sizeof(sigs) / sizeof(sigs[0]), pids, n);
+}
+
+/*
+ * Any loader stands for the restored program: SIGTERM and SIGHUP sent to
+ * it (a supervisor, ibcr-launch --restart, a closed terminal) were meant
+ * for the program, and go on to it. (As pid 1, init_forward does more.)
+ */
+void term_forward(const pid_t *pids, size_t n)
+{
+	static const int sigs[] = { SIGTERM, SIGHUP };
+
+	if (getpid() != 1)
+		forward(sigs, sizeof(sigs) / sizeof(sigs[0]), pids, n);
 }

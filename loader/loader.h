@@ -61,6 +61,7 @@ struct restore {
 	struct vdso_proxy *vdso;	/* another kernel's vdso: the proxy (vdso.c) */
 	struct backing_ctx *backing;	/* the image's backing files (backing.c) */
 	int cpu_in_use;		/* --cpu-check=in-use */
+	int cgroup_here;	/* --cgroup=here: no move into the saved cgroup */
 	uint64_t *cow_at;	/* per region: built at this address before */
 				/* forking (cow.c), or 0 */
 	int stream_fill;	/* the loader fills its regions from the stream */
@@ -83,6 +84,11 @@ struct plan;
 size_t creds_plan_size(const struct restore *rs);
 void plan_creds(struct plan *p, struct arena *a, const struct restore *rs);
 void plan_creds_shared(struct plan *p, const struct restore *rs);
+
+/* timers.c: POSIX timers in the plan; can this kernel give their ids? */
+int timers_preflight(const struct restore *rs, struct ibcr_err *e);
+size_t timers_plan_size(const struct restore *rs);
+void plan_timers(struct plan *p, struct arena *a, const struct restore *rs);
 
 /* tcp.c: established TCP connections, in repair mode until tcp_finish */
 int tcp_repair_on(int s);
@@ -146,6 +152,8 @@ int userns_check_creds(const struct ibcr_process_state *ps, struct ibcr_err *e);
 
 /* init.c: as pid 1 (a container's init), signals go on to the processes */
 void init_forward(const pid_t *pids, size_t n);
+/* init.c: SIGTERM, SIGHUP to any loader go on to the restored roots */
+void term_forward(const pid_t *pids, size_t n);
 
 /* preflight.c: checks that need no change to anything */
 int preflight(struct restore *rs, struct ibcr_err *e);
@@ -161,8 +169,8 @@ void attrs_plan(struct plan *p, const struct restore *rs);
 long attrs_fork_slack(const struct ibcr_process_state *child);
 void attrs_fork_slack_done(long own);
 /* cgroup.c: cgroup v2 membership */
-int attrs_check_cgroup(const struct ibcr_process_state *ps, struct ibcr_err *e);
-int cgroup_enter(const struct ibcr_process_state *ps, struct ibcr_err *e);
+int attrs_check_cgroup(const struct restore *rs, struct ibcr_err *e);
+int cgroup_enter(const struct restore *rs, struct ibcr_err *e);
 
 /* verbs.c: the loader's part of the verbs stage */
 int verbs_preflight(const struct ibcr_process_state *ps, struct ibcr_err *e);
@@ -172,7 +180,12 @@ int verbs_pokes(struct restore *rs, struct ibcr_err *e);
 int verbs_creds_check(const struct restore *rs, const struct plan *p, struct ibcr_err *e);
 
 /* objects.c (parent, before forking): opens the image's file objects */
-int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_err *e);
+int objects_open(const struct ibcr_files *f, int base, int **out, uint32_t *failed,
+		 struct ibcr_err *e);
+struct job;
+/* the first process and fd that hold object obj, said before e's message */
+void objects_name_holder(const struct job *j, uint32_t n, uint32_t obj,
+			 struct ibcr_err *e);
 
 /* sockopt.c: a socket's saved options (late: those set after its data) */
 int sockopt_apply(int s, uint32_t obj, const struct ibcr_files *f, int late,
@@ -210,6 +223,15 @@ int unix_gone_end(uint32_t obj);
 void unix_gone_close(void);
 int unix_refill(const struct ibcr_files *f, const int *fds, const struct pidmap *pm,
 		struct ibcr_err *e);
+
+/* netfinish.c: UNIX queues refilled, TCP live (every process exists) */
+int net_finish(const struct job *j, uint32_t n, const struct ibcr_files *f, const int *fds,
+	       struct ibcr_err *e);
+/* the image's network lock removed, if it has one (said on failure) */
+struct ibcr_netlock;
+void net_unlock(const struct ibcr_netlock *lock, int locked);
+/* --unlock-net: only that; the exit status */
+int net_unlock_only(const struct ibcr_netlock *lock, int locked, const char *image);
 
 /* netlink.c: a netlink socket, with its port id and groups */
 int netlink_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e);
@@ -355,7 +377,10 @@ int vdso_plan(struct plan *p, const struct restore *rs, uint8_t *proxy, uint64_t
 /* tree.c: processes come back as the tree they were */
 void tree_link(struct job *j, uint32_t n);
 int tree_start(struct job *j, uint32_t n, int base, int verbose);
-pid_t fork_as(pid_t want, unsigned long flags, int *exact, int verbose);
+/* ids.c: the saved pid when permitted (waiting a little for its old holder) */
+pid_t fork_as(const struct job *x, unsigned long flags, int *exact, int verbose);
+/* ids.c: says once which threads did not get their saved ids */
+void ids_report(const struct job *x);
 
 /* IBCR_TRACE set and not empty: report each step of the restore. */
 static inline int trace_on(void)

@@ -2,7 +2,7 @@
 /*
  * restart-loader: bring back the processes of an image.
  *
- *   restart-loader [-v] IMAGE
+ *   restart-loader [-v] IMAGE   (options.c: all of them)
  *
  * The image is checked before anything changes. The loader then forks
  * the process to restore (with its saved PID where permitted), which
@@ -12,7 +12,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,41 +29,12 @@
 #include "stream.h"
 #include "lazy.h"
 #include "netlock.h"
+#include "options.h"
+#include "progress.h"
 #include "sockopt.h"
+#include "statsout.h"
 
 void run_child(struct restore *rs);
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: restart-loader [-v] [--stats] [--pid-ns] [--path-map OLD=NEW]... "
-		   "[--addr-map OLD=NEW]... [--barrier CMD] [--cpu-check=enabled|in-use] IMAGE\n"
-		   "       restart-loader --unlock-net IMAGE\n"
-		   "  -v, --verbose  say what could not be done as hoped\n"
-		   "      --stats    print the restore time and peak RSS (ibcr-stats: ...)\n"
-		   "      --path-map OLD=NEW\n"
-		   "                 restore the image's paths under OLD under NEW (repeatable)\n"
-		   "      --addr-map OLD=NEW\n"
-		   "                 restore the sockets' IP address OLD as NEW (repeatable)\n"
-		   "      --barrier CMD\n"
-		   "                 one restart of a job over several nodes: run `CMD sockets`\n"
-		   "                 once its TCP connections exist, before they go live\n"
-		   "      --pid-ns   restore in a PID namespace of its own (and a user namespace\n"
-		   "                 when unprivileged): the original PIDs without privilege\n"
-		   "      --cpu-check=in-use\n"
-		   "                 require only the CPU state the threads hold, not all the\n"
-		   "                 saving kernel enabled (a program started with a baseline)\n"
-		   "      --lazy     resume before the memory is in; the loader fills it behind\n"
-		   "                 (one process, CAP_SYS_PTRACE; else filled first, as always)\n"
-		   "      --unlock-net  restore nothing: let the packets of the image's TCP\n"
-		   "                 connections through again (their peers see them reset)\n");
-}
-
-/* After the job's last barrier: a failure now fails this node only. */
-static int tcp_go_live(const struct ibcr_files *f, const int *fds, struct ibcr_err *e)
-{
-	coord_settled();
-	return tcp_finish(f, fds, e) || tcp_replay(f, fds, e);
-}
 
 static double now_ms(void)
 {
@@ -293,6 +263,7 @@ static __attribute__((noreturn)) void wait_all(struct job *j, uint32_t n)
 	signal(SIGINT, SIG_IGN);	/* terminal signals reach the processes */
 	signal(SIGQUIT, SIG_IGN);
 	init_forward(pids, roots);	/* a container's init passes them on */
+	term_forward(pids, roots);	/* any loader: SIGTERM, SIGHUP were meant for them */
 	while (left) {
 		int st;
 		pid_t pid = waitpid(-1, &st, 0);
@@ -346,23 +317,24 @@ static int backing(struct img_reader *r, const struct ibcr_files *files,
 }
 
 static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files *files,
-		   const struct pathmap *pm, int verbose, int cpu_in_use, struct ibcr_err *e)
+		   const struct loader_opts *o, struct ibcr_err *e)
 {
 	struct backing_ctx *bc = NULL;
 	struct selfc *sc = NULL;
 
-	if (backing(r, files, pm, &sc, &bc, e) || preflight_files(files, e))
+	if (backing(r, files, &o->pm, &sc, &bc, e) || preflight_files(files, e))
 		return -1;
 	for (uint32_t i = 0; i < r->hdr.nprocs; i++) {
 		struct job *x = &j[i];
 
 		x->rs = (struct restore){ .r = r, .ps = &x->ps, .proc = i, .exe_fd = -1,
-					  .verbose = verbose, .files = files, .jobs = j,
+					  .verbose = o->verbose > 0, .files = files, .jobs = j,
 					  .njobs = r->hdr.nprocs, .backing = bc,
-					  .cpu_in_use = cpu_in_use };
+					  .cpu_in_use = o->cpu_in_use,
+					  .cgroup_here = o->cgroup_here };
 		if (imgr_load_process(r, i, &x->ps, e))
 			return -1;
-		pathmap_process(pm, &x->ps);
+		pathmap_process(&o->pm, &x->ps);
 		if (selfc_process(sc, &x->ps, e))
 			return -1;
 		if (is_zombie(x))
@@ -391,59 +363,68 @@ static int fd_base(const struct job *j, uint32_t n)
 	return base;
 }
 
-/* UNIX queues, once the processes exist: their pids are the credentials'. */
-static int refill_unix(const struct job *j, uint32_t n, const struct ibcr_files *f,
-		       const int *fds, struct ibcr_err *e)
+static void print_stats(int json, double start, double t_prepared, double t_filled,
+			uint64_t copied, uint64_t written, uint64_t direct)
 {
-	int32_t *old = xcalloc(n + 1, sizeof(int32_t)), *now = xcalloc(n + 1, sizeof(int32_t));
-	struct pidmap pm = { n, old, now };
-	int rc;
+	struct rusage ru;
 
-	for (uint32_t i = 0; i < n; i++) {
-		old[i] = j[i].ps.rec.pid;
-		now[i] = j[i].child > 0 ? j[i].child : j[i].ps.rec.pid;
-	}
-	rc = unix_refill(f, fds, &pm, e);
-	free(old);
-	free(now);
-	return rc;
+	getrusage(RUSAGE_SELF, &ru);
+	const struct stat_field f[] = {
+		STAT_MS("restore_ms", now_ms() - start),
+		STAT_MS("prepare_ms", t_prepared - start),
+		STAT_MS("memory_ms", t_filled - t_prepared),
+		STAT_MS("finish_ms", now_ms() - t_filled),
+		STAT_COUNT("peak_rss_kb", ru.ru_maxrss),
+		STAT_COUNT("uffd_kb", copied >> 10),
+		STAT_COUNT("written_kb", written >> 10),
+		STAT_COUNT("direct_kb", direct >> 10),
+	};
+
+	stats_print(stderr, json, "restart-loader", f, sizeof(f) / sizeof(f[0]));
 }
 
-/* --unlock-net: the image's connections are given up; their peers may go on. */
-static int unlock_net(const struct ibcr_netlock *lock, int locked, const char *image)
+/* The image's page data: what a restore's progress is measured against. */
+static uint64_t page_bytes(const struct job *j, uint32_t n)
 {
-	struct ibcr_err e = { "" };
+	uint64_t sum = 0;
 
-	if (!locked) {
-		printf("%s holds no network lock\n", image);
-		return 0;
-	}
-	if (netlock_drop(lock->table, &e)) {
-		fprintf(stderr, "restart-loader: %s\n", e.msg);
-		return 1;
-	}
-	printf("%s: network lock %s removed (%u TCP connection(s) given up)\n", image,
-	       lock->table, lock->nconns);
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t k = 0; k < j[i].ps.nvmas; k++)
+			sum += j[i].ps.vmas[k].data_len;
+	return sum;
+}
+
+/* The first root: its pid for --pidfile and the progress of its fill. */
+static pid_t first_root(const struct job *j, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (j[i].parent < 0 && j[i].child > 0)
+			return j[i].child;
 	return 0;
+}
+
+/* Made and filled, every process ready; the progress shown meanwhile. */
+static int start_all(const struct loader_opts *o, struct job *j, uint32_t n, int base,
+		     pid_t *root)
+{
+	struct progress pg;
+	int rc;
+
+	if (tree_start(j, n, base, o->verbose > 0))
+		return -1;
+	*root = first_root(j, n);
+	progress_start(&pg, "restart-loader", "restored", page_bytes(j, n),
+		       progress_rss_bytes, root, *root ? o->progress : 0);
+	rc = wait_ready(j, n);
+	progress_end(&pg);
+	return rc;
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "stats", no_argument, NULL, 'S' },
-		{ "unlock-net", no_argument, NULL, 'U' },
-		{ "path-map", required_argument, NULL, 'M' },
-		{ "addr-map", required_argument, NULL, 'A' },
-		{ "barrier", required_argument, NULL, 'B' },
-		{ "pid-ns", no_argument, NULL, 'N' },
-		{ "cpu-check", required_argument, NULL, 'C' },
-		{ "lazy", no_argument, NULL, 'L' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	double start = now_ms(), t_prepared, t_filled;
 	uint64_t copied = 0, written = 0, direct = 0;	/* page data we put in, read direct */
+	struct loader_opts o;
 	struct img_reader r;
 	struct ibcr_err e = { "" };
 	struct ibcr_files files;
@@ -452,56 +433,33 @@ int main(int argc, char **argv)
 	struct ibcr_sysv sysv;
 	struct ibcr_sysvipc ipc;
 	struct job *j;
-	struct pathmap pm = { 0 };
-	struct addrmap am = { 0 };
-	int opt, verbose = 0, stats = 0, base, img_fd = -1, *obj_fds = NULL, pidns = 0;
-	int cpu_in_use = 0, unlock = 0, locked, lazy = 0;
+	int verbose, base, img_fd = -1, *obj_fds = NULL, locked, rc = loader_parse(argc, argv, &o);
+	pid_t root = 0;
+	uint32_t failed = UINT32_MAX;	/* the object objects_open could not make */
 
-	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
-		if (opt == 'v')
-			verbose = 1;
-		else if (opt == 'S')
-			stats = 1;
-		else if (opt == 'U')
-			unlock = 1;
-		else if (opt == 'L')
-			lazy = 1;
-		else if (opt == 'N')
-			pidns = 1;
-		else if (opt == 'B')
-			coord_init(optarg, "restart");
-		else if (opt == 'C' && (!strcmp(optarg, "in-use") || !strcmp(optarg, "enabled")))
-			cpu_in_use = !strcmp(optarg, "in-use");
-		else if (opt == 'C') {
-			fprintf(stderr, "restart-loader: --cpu-check=%s: expected enabled or in-use\n",
-				optarg);
-			return 2;
-		}
-		else if ((opt == 'M' && pathmap_add(&pm, optarg, &e)) ||
-			 (opt == 'A' && addrmap_add(&am, optarg, &e))) {
-			fprintf(stderr, "restart-loader: %s\n", e.msg);
-			return 2;
-		} else if (opt != 'M' && opt != 'A') {
-			usage(opt == 'h' ? stdout : stderr);
-			return opt == 'h' ? 0 : 2;
-		}
-	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return 2;
-	}
+	if (rc >= 0)
+		return rc;
+	if (o.check)
+		return loader_check();
+	if (o.log && loader_log_open(o.log))
+		return 1;
+	verbose = o.verbose > 0;
+	if (o.verbose > 1)
+		setenv("IBCR_TRACE", "1", 1);	/* children and the core read it */
 	/*
 	 * A child that died leaves its pipes broken: say why (it did, on its
 	 * status pipe) rather than die of SIGPIPE answering it. The core sets
 	 * every signal's saved action, this one included.
 	 */
 	signal(SIGPIPE, SIG_IGN);
-	if (pidns && pidns_enter(&e)) {
+	if (o.pidns && pidns_enter(&e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
+	if (o.barrier)
+		coord_init(o.barrier, "restart");
 	coord_abort_on_exit();	/* a failure here fails every node's restart */
-	if (open_image(argv[optind], &r, &e)) {
+	if (open_image(o.image, &r, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
@@ -509,17 +467,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
-	if (unlock)
-		return unlock_net(&lock, locked, argv[optind]);
+	if (o.unlock_net)
+		return net_unlock_only(&lock, locked, o.image);
 	j = xcalloc(r.hdr.nprocs, sizeof(*j));
 	if (imgr_load_files(&r, &files, &e) ||
 	    imgr_load_sockopts(&r, files.nobjs, &sockopts, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
-	pathmap_files(&pm, &files);
-	addrmap_files(&am, &files);
-	if (prepare(&r, j, &files, &pm, verbose, cpu_in_use, &e)) {
+	pathmap_files(&o.pm, &files);
+	addrmap_files(&o.am, &files);
+	if (prepare(&r, j, &files, &o, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
@@ -535,8 +493,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	base = fd_base(j, r.hdr.nprocs);
-	if ((img_fd = fcntl(r.fd, F_DUPFD_CLOEXEC, base)) < 0 ||
-	    objects_open(&files, base, &obj_fds, &e)) {
+	if ((img_fd = fcntl(r.fd, F_DUPFD_CLOEXEC, base)) < 0 || loader_stdio_move(base) ||
+	    objects_open(&files, base, &obj_fds, &failed, &e)) {
+		if (img_fd >= 0 && failed != UINT32_MAX)
+			objects_name_holder(j, r.hdr.nprocs, failed, &e);
 		fprintf(stderr, "restart-loader: %s\n", img_fd < 0 ? strerror(errno) : e.msg);
 		return 1;
 	}
@@ -548,7 +508,7 @@ int main(int argc, char **argv)
 	}
 	tree_link(j, r.hdr.nprocs);
 	/* one process: a tree's forks and shared pages are not held yet (lazyhold.c) */
-	for (uint32_t i = 0; lazy && r.hdr.nprocs == 1 && i < r.hdr.nprocs; i++)
+	for (uint32_t i = 0; o.lazy && r.hdr.nprocs == 1 && i < r.hdr.nprocs; i++)
 		j[i].rs.lazy = 1;
 	stream_decide(j, r.hdr.nprocs, r.fd, verbose);
 	if (cow_prepare(j, r.hdr.nprocs, &e)) {
@@ -556,7 +516,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	t_prepared = now_ms();
-	if (tree_start(j, r.hdr.nprocs, base, verbose) || wait_ready(j, r.hdr.nprocs)) {
+	if (start_all(&o, j, r.hdr.nprocs, base, &root)) {
 		kill_all(j, r.hdr.nprocs);
 		return 1;
 	}
@@ -566,15 +526,12 @@ int main(int argc, char **argv)
 	 * UNIX queues refilled, connections go live, their packets flow again
 	 */
 	if (fdattr_finish(j, r.hdr.nprocs, &files, obj_fds, &e) ||
-	    refill_unix(j, r.hdr.nprocs, &files, obj_fds, &e) ||
-	    coord_barrier("sockets", &e) ||	/* every node's ends exist, in repair */
-	    tcp_go_live(&files, obj_fds, &e)) {
+	    net_finish(j, r.hdr.nprocs, &files, obj_fds, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		kill_all(j, r.hdr.nprocs);
 		return 1;
 	}
-	if (locked && netlock_drop(lock.table, &e))
-		fprintf(stderr, "restart-loader: %s\n", e.msg);
+	net_unlock(&lock, locked);
 	shm_remove_dead(&sysv);
 	/* the processes have them: a pipe's end held here would hide its EOF */
 	for (uint32_t i = 0; i < files.nobjs; i++)
@@ -588,6 +545,7 @@ int main(int argc, char **argv)
 		direct += stream_direct_bytes(j[i].pages.stream);
 		if (j[i].pages_open)
 			pages_close(&j[i].pages);
+		ids_report(&j[i]);	/* its threads wait in the core: all there */
 		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose,
 			     j[i].lazy != NULL, &e)) {
 			fprintf(stderr, "restart-loader: pid %d: %s\n", j[i].ps.rec.pid, e.msg);
@@ -601,24 +559,21 @@ int main(int argc, char **argv)
 		close(j[i].status_fd);
 		close(j[i].control_fd);
 	}
-	if (stats) {
-		struct rusage ru;
-
-		getrusage(RUSAGE_SELF, &ru);
-		fprintf(stderr, "ibcr-stats: restore_ms=%.1f prepare_ms=%.1f memory_ms=%.1f "
-			"finish_ms=%.1f peak_rss_kb=%ld uffd_kb=%llu written_kb=%llu direct_kb=%llu\n",
-			now_ms() - start, t_prepared - start, t_filled - t_prepared,
-			now_ms() - t_filled, ru.ru_maxrss, (unsigned long long)copied >> 10,
-			(unsigned long long)written >> 10, (unsigned long long)direct >> 10);
-	}
+	if (o.stats)
+		print_stats(o.stats == 2, start, t_prepared, t_filled, copied, written, direct);
+	if (o.pidfile && loader_write_pidfile(o.pidfile, root))
+		return 1;
 	for (uint32_t i = 0; i < r.hdr.nprocs; i++) {
 		lazy_hold(j[i].lazy, j[i].child, &j[i].st, &j[i].exited);
-		if (stats && j[i].lazy)
+		if (o.stats && j[i].lazy)
 			fprintf(stderr, "ibcr-stats: lazy_fill_ms=%.1f full_ms=%.1f faults=%llu\n",
 				lazy_fill_ms(j[i].lazy), now_ms() - start,
 				(unsigned long long)lazy_faults(j[i].lazy));
 		lazy_free(j[i].lazy);
 		j[i].lazy = NULL;
 	}
+	/* they run: --detach leaves them to whoever inherits them */
+	if (o.detach)
+		return 0;
 	wait_all(j, r.hdr.nprocs);
 }

@@ -67,9 +67,12 @@ static uint32_t pass_of(const struct ibcr_fobj *o)
 	return 1;
 }
 
-int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_err *e)
+int objects_open(const struct ibcr_files *f, int base, int **out, uint32_t *failed,
+		 struct ibcr_err *e)
 {
 	int *fds = xmalloc(sizeof(int) * (f->nobjs + 1)), rc = 0;
+
+	*failed = UINT32_MAX;
 
 	for (uint32_t i = 0; i < f->nobjs; i++)
 		fds[i] = -1;
@@ -133,6 +136,7 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		}
 		if (fd < 0) {
 			rc = -1;
+			*failed = i;
 			break;
 		}
 		high = fcntl(fd, F_DUPFD_CLOEXEC, base);
@@ -151,4 +155,19 @@ int objects_open(const struct ibcr_files *f, int base, int **out, struct ibcr_er
 		rc = udp_refill(f, fds, e);
 	*out = fds;
 	return rc;
+}
+
+/* "pid P fd N: " before a message about object obj: the first holder. */
+void objects_name_holder(const struct job *j, uint32_t n, uint32_t obj,
+			 struct ibcr_err *e)
+{
+	struct ibcr_err was = *e;
+
+	for (uint32_t k = 0; k < n; k++)
+		for (uint32_t i = 0; i < j[k].ps.nfds; i++)
+			if (j[k].ps.fds[i].obj == obj) {
+				ibcr_fail(e, "pid %d fd %d: %.480s", j[k].ps.rec.pid,
+					  j[k].ps.fds[i].fd, was.msg);
+				return;
+			}
 }

@@ -86,7 +86,7 @@ static size_t hole_size(const struct restore *rs, size_t pg)
 	/* plan_unmap: what it keeps (hole, specials, shm objects, the places */
 	/* cow.c built regions at) and the gaps */
 	n += 2 * (3 + 2 * (size_t)ps->nvmas + rs->nshm) * sizeof(struct plan_range);
-	n += creds_plan_size(rs);
+	n += creds_plan_size(rs) + timers_plan_size(rs);
 	for (uint32_t i = 0; i < rs->npokes; i++)
 		n += sizeof(struct plan_poke) + rs->pokes[i].len + PAD;
 	n += sizeof(struct plan_poke);
@@ -370,6 +370,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	plan_vmas(p, &a, rs);
 	plan_process(p, &a, rs);
 	plan_creds(p, &a, rs);
+	plan_timers(p, &a, rs);
 	attrs_plan(p, rs);
 	plan_creds_shared(p, rs);
 	plan_fds(p, &a, rs);

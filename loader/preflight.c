@@ -89,7 +89,8 @@ int preflight(struct restore *rs, struct ibcr_err *e)
 		return ibcr_fail(e, "working directory %s does not exist", ps->cwd);
 	if (ibcr_check_fds(ps, rs->files, e) || external_preflight(rs, e) ||
 	    backing_check(rs, e) || check_deleted_names(rs, e) || vdso_preflight(rs, e) ||
-	    verbs_preflight(ps, e) || attrs_preflight(rs, e))
+	    verbs_preflight(ps, e) || attrs_preflight(rs, e) ||
+	    timers_preflight(rs, e))
 		return -1;
 	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {
 		char why[256];

@@ -26,32 +26,6 @@
 
 void run_child(struct restore *rs);
 
-/* fork() with the saved PID when permitted (CAP_CHECKPOINT_RESTORE). */
-pid_t fork_as(pid_t want, unsigned long flags, int *exact, int verbose)
-{
-	struct clone_args ca = { .flags = flags, .exit_signal = SIGCHLD };
-	pid_t tid = want;
-	long pid;
-
-	ca.set_tid = (uint64_t)(uintptr_t)&tid;
-	ca.set_tid_size = 1;
-	pid = syscall(SYS_clone3, &ca, sizeof(ca));
-	if (pid >= 0) {
-		*exact = 1;
-		return (pid_t)pid;
-	}
-	if (errno == EEXIST)
-		fprintf(stderr, "restart-loader: pid %d is in use; restoring with a new "
-			"pid\n", (int)want);
-	else if (errno == EPERM || verbose)
-		fprintf(stderr, "restart-loader: not permitted to restore pid %d (%s); "
-			"restoring with a new pid\n", (int)want, strerror(errno));
-	*exact = 0;
-	ca.set_tid = 0;
-	ca.set_tid_size = 0;
-	return flags ? (pid_t)syscall(SYS_clone3, &ca, sizeof(ca)) : fork();
-}
-
 void tree_link(struct job *j, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
@@ -158,7 +132,7 @@ static void fork_child(struct job *j, uint32_t n, uint32_t c, pid_t loader_pgid,
 	long slack = attrs_fork_slack(&j[c].ps);
 	const struct ibcr_proc *r = &j[c].ps.rec;
 	siginfo_t si;
-	pid_t pid = fork_as(r->pid, group_clone_flags(&j[c]), &j[c].rs.exact_pid, verbose);
+	pid_t pid = fork_as(&j[c], group_clone_flags(&j[c]), &j[c].rs.exact_pid, verbose);
 
 	if (pid < 0) {
 		perror("restart-loader: fork");
@@ -258,7 +232,7 @@ int tree_start(struct job *j, uint32_t n, int base, int verbose)
 		if (j[i].parent >= 0 || is_zombie(&j[i]))
 			continue;	/* a zombie without parent here: nobody to reap it */
 		slack = attrs_fork_slack(&j[i].ps);
-		j[i].child = fork_as(j[i].ps.rec.pid, 0, &j[i].rs.exact_pid, verbose);
+		j[i].child = fork_as(&j[i], 0, &j[i].rs.exact_pid, verbose);
 		if (j[i].child < 0) {
 			perror("restart-loader: fork");
 			return -1;

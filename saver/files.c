@@ -29,6 +29,7 @@
 #include "buf.h"
 #include "external.h"
 #include "fdkinds.h"
+#include "guard.h"
 #include "procfs.h"
 #include "saver.h"
 
@@ -384,6 +385,12 @@ static int in_image(const struct target *t, uint32_t n, pid_t pid)
 	return 0;
 }
 
+/* The saver and its guardian, which holds copies of sockets in repair mode. */
+static int ours(pid_t pid)
+{
+	return pid == getpid() || pid == guard_pid();
+}
+
 /*
  * Does a process outside the image hold pipe (or named pipe) object i?
  * Then its missing end leads outside; otherwise that end is simply
@@ -403,7 +410,7 @@ void walk_outside(const struct target *t, uint32_t n, const char *kind,
 	while (procs && !stop && (p = readdir(procs))) {
 		pid_t pid = (pid_t)atoi(p->d_name);
 
-		if (pid <= 0 || pid == getpid() || in_image(t, n, pid))
+		if (pid <= 0 || ours(pid) || in_image(t, n, pid))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
 		if (!(fds = opendir(path)))
@@ -438,7 +445,7 @@ static int held_outside(const struct target *t, uint32_t n, const struct fobjs *
 	while (procs && !found && (p = readdir(procs))) {
 		pid_t pid = (pid_t)atoi(p->d_name);
 
-		if (pid <= 0 || pid == getpid() || in_image(t, n, pid))
+		if (pid <= 0 || ours(pid) || in_image(t, n, pid))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
 		if (!(fds = opendir(path)))
@@ -580,6 +587,6 @@ int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err 
 	return memfd_check_mapped(t, n, o, e) || proc_check_own(t, n, o, e) ||
 	       epoll_finish(o, e) || external_check_epolls(t, n, o, e) ||
 	       fdattr_check(t, n, o, e) || pty_ctty(t, n, o, e) || deldir_cwds(t, n, o, e) ||
-	       pidfd_check(t, n, o, e) ?
+	       pidfd_check(t, n, o, e) || reopen_check(o, e) ?
 	       -1 : 0;
 }

@@ -3,9 +3,9 @@
  * State that only the process itself can read (signal actions, the
  * alternate signal stack, the clear_child_tid address, interval timers,
  * the program break, securebits, dumpable) is read by running system
- * calls inside it, seccomp suspended for them (creds.c): each
- * thread is made to execute a syscall instruction found in its [vdso],
- * writing into a scratch page mapped for the purpose and removed after.
+ * calls inside it, seccomp suspended for them (creds.c), in threads
+ * parked for the time of it (park.h: a saver killed meanwhile does no
+ * harm), each writing into scratch bytes below its own stack pointer.
  */
 #include <errno.h>
 #include <linux/prctl.h>
@@ -18,6 +18,7 @@
 
 #include "buf.h"
 #include "procfs.h"
+#include "park.h"
 #include "ptrace_util.h"
 #include "saver.h"
 
@@ -49,39 +50,6 @@ int read_target(struct target *t, uint64_t addr, void *buf, size_t len,
 			       (int)t->pid, (unsigned long long)addr, len);
 }
 
-static int find_syscall_insn(struct target *t, struct ibcr_err *e)
-{
-	struct maps_entry *m;
-	size_t n;
-	int rc = -1;
-
-	if (maps_read(t->pid, 0, &m, &n, e))
-		return -1;
-	for (size_t i = 0; i < n && rc; i++) {
-		uint8_t *code;
-		long off;
-
-		if (strcmp(m[i].path, "[vdso]"))
-			continue;
-		code = xmalloc(m[i].end - m[i].start);
-		if (read_target(t, m[i].start, code, m[i].end - m[i].start, e)) {
-			free(code);
-			break;
-		}
-		off = arch_find_syscall_insn(code, m[i].end - m[i].start);
-		free(code);
-		if (off >= 0) {
-			t->syscall_insn = m[i].start + (uint64_t)off;
-			rc = 0;
-		}
-	}
-	maps_free(m, n);
-	if (rc && !e->msg[0])
-		ibcr_fail(e, "pid %d: no [vdso] with a system call instruction: "
-			  "cannot inject (booted with vdso=0?)", (int)t->pid);
-	return rc;
-}
-
 static int inject(struct target *t, uint32_t thread, long nr, uint64_t a0,
 		  uint64_t a1, uint64_t a2, uint64_t a3, long *ret,
 		  struct ibcr_err *e)
@@ -89,7 +57,9 @@ static int inject(struct target *t, uint32_t thread, long nr, uint64_t a0,
 	const uint64_t a[6] = { a0, a1, a2, a3, 0, 0 };
 	long r;
 
-	if (pt_inject_syscall(t->tids[thread], t->syscall_insn, nr, a, &r, e))
+	if (!t->parks)
+		return ibcr_fail(e, "pid %d: a call injected outside capture_injected", (int)t->pid);
+	if (park_call(&t->parks[thread], nr, a, &r, NULL, e))
 		return -1;
 	if (ret)
 		*ret = r;
@@ -130,35 +100,50 @@ static int read_process_bits(struct target *t, uint64_t scratch, struct ibcr_err
 	return 0;
 }
 
+/* Every thread parked, or none (a failure puts back those that were). */
+static int park_all(struct target *t, struct ibcr_err *e)
+{
+	t->parks = xcalloc(t->nthreads, sizeof(*t->parks));
+	for (uint32_t i = 0; i < t->nthreads; i++)
+		if (park_thread(t, t->tids[i], &t->parks[i], e)) {
+			struct ibcr_err ignored;
+
+			while (i-- > 0)
+				park_release(&t->parks[i], &ignored);
+			free(t->parks);
+			t->parks = NULL;
+			return -1;
+		}
+	return 0;
+}
+
+/* Put back even on failure: the process must not keep our state. */
+static int unpark_all(struct target *t, int rc, struct ibcr_err *e)
+{
+	for (uint32_t i = t->nthreads; i-- > 0; ) {
+		struct ibcr_err e2 = { "" };
+
+		if (park_release(&t->parks[i], &e2) && !rc) {
+			*e = e2;
+			rc = -1;
+		}
+	}
+	free(t->parks);
+	t->parks = NULL;
+	return rc;
+}
+
 int capture_injected(struct target *t, struct ibcr_err *e)
 {
-	long scratch;
-	int rc = -1;
+	uint64_t scratch;
+	int rc;
 
-	if (find_syscall_insn(t, e))
+	if (park_all(t, e))
 		return -1;
-	if (inject(t, 0, SYS_mmap, 0, SCRATCH_SIZE, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, &scratch, e))
-		return -1;
-	if (scratch < 0 && scratch > -4096)
-		return ibcr_fail(e, "pid %d: mapping a scratch page inside it: %s",
-				 (int)t->pid, strerror((int)-scratch));
+	scratch = t->parks[0].scratch;	/* thread 0's, for the process-wide calls */
 	/* injectall.c: in every thread at once */
-	if (read_sigactions_all(t, (uint64_t)scratch, e) ||
-	    read_process_bits(t, (uint64_t)scratch, e) ||
-	    read_threads_all(t, (uint64_t)scratch, e))
-		goto out;
-	if (capture_attrs(t, (uint64_t)scratch, e))
-		goto out;
-	rc = 0;
-out:
-	/* Removed even on failure: the process must not keep our page. */
-	{
-		struct ibcr_err e2;
-
-		if (inject(t, 0, SYS_munmap, (uint64_t)scratch, SCRATCH_SIZE, 0, 0, NULL, &e2) &&
-		    !rc)
-			rc = -1, *e = e2;
-	}
-	return rc;
+	rc = read_sigactions_all(t, e) || read_process_bits(t, scratch, e) ||
+	     read_threads_all(t, e) || capture_attrs(t, scratch, e) ||
+	     capture_ptimers(t, scratch, e) ? -1 : 0;
+	return unpark_all(t, rc, e);
 }

@@ -6,18 +6,19 @@
  * one after another made a 24-thread process's freeze grow with its
  * threads (2 per thread, 62 for the signal actions). Here each thread
  * runs one call at a time but all threads run theirs together
- * (pt_inject_begin, then pt_inject_end), each into its own slot of the
- * scratch page: a round of calls costs about one round trip. Signal
+ * (park_begin, then park_end), each into the scratch bytes of its own
+ * parking (park.h): a round of calls costs about one round trip. Signal
  * actions are process-wide, so they are spread over the threads.
  */
 #include <linux/prctl.h>
 #include <string.h>
 #include <sys/syscall.h>
 
+#include "park.h"
 #include "ptrace_util.h"
 #include "saver.h"
 
-#define SLOT 64		/* scratch bytes per call */
+#define SLOT 64		/* bytes a call may write (a parking has 256) */
 
 struct call {
 	uint32_t thread;
@@ -32,21 +33,19 @@ struct call {
 static int run_round(struct target *t, const struct call *c, uint32_t n, long *res,
 		     struct ibcr_err *e)
 {
-	struct pt_injection in[SCRATCH_SLOTS];
 	struct ibcr_err later;
 	uint32_t begun = 0;
 	int rc = 0;
 
 	for (; begun < n && !rc; begun++)
-		if (pt_inject_begin(t->tids[c[begun].thread], t->syscall_insn, c[begun].nr,
-				    c[begun].a, &in[begun], e))
+		if (park_begin(&t->parks[c[begun].thread], c[begun].nr, c[begun].a, e))
 			rc = -1;
 	if (rc)
 		begun--;	/* that one is not begun */
 	for (uint32_t i = 0; i < begun; i++) {
 		long r = 0;
 
-		if (pt_inject_end(&in[i], &r, NULL, rc ? &later : e)) {
+		if (park_end(&t->parks[c[i].thread], &r, NULL, rc ? &later : e)) {
 			rc = -1;
 		} else if (r < 0 && r > -4096 && !rc) {
 			rc = ibcr_fail(e, "pid %d thread %d: syscall %ld inside the process: %s",
@@ -64,7 +63,23 @@ static uint32_t round_size(const struct target *t)
 	return t->nthreads < SCRATCH_SLOTS ? t->nthreads : SCRATCH_SLOTS;
 }
 
-int read_sigactions_all(struct target *t, uint64_t scratch, struct ibcr_err *e)
+/* Where call i of a round writes: its thread's own scratch. */
+static uint64_t slot(const struct target *t, const struct call *c)
+{
+	return t->parks[c->thread].scratch;
+}
+
+/* What each call of a round wrote, len bytes each, into got[i * SLOT]. */
+static int read_slots(struct target *t, const struct call *c, uint32_t k, uint8_t *got,
+		      size_t len, struct ibcr_err *e)
+{
+	for (uint32_t i = 0; i < k; i++)
+		if (read_target(t, slot(t, &c[i]), got + i * SLOT, len, e))
+			return -1;
+	return 0;
+}
+
+int read_sigactions_all(struct target *t, struct ibcr_err *e)
 {
 	struct call c[SCRATCH_SLOTS];
 	int sigs[IBCR_NSIG], nsig = 0;
@@ -76,10 +91,13 @@ int read_sigactions_all(struct target *t, uint64_t scratch, struct ibcr_err *e)
 		uint32_t k = 0;
 		uint8_t got[SCRATCH_SLOTS * SLOT];
 
-		for (; k < round_size(t) && at + (int)k < nsig; k++)
-			c[k] = (struct call){ k, SYS_rt_sigaction,
-					      { (uint64_t)sigs[at + k], 0, scratch + k * SLOT, 8 } };
-		if (run_round(t, c, k, NULL, e) || read_target(t, scratch, got, k * SLOT, e))
+		for (; k < round_size(t) && at + (int)k < nsig; k++) {
+			c[k] = (struct call){ k, SYS_rt_sigaction, { (uint64_t)sigs[at + k], 0 } };
+			c[k].a[2] = slot(t, &c[k]);
+			c[k].a[3] = 8;
+		}
+		if (run_round(t, c, k, NULL, e) ||
+		    read_slots(t, c, k, got, sizeof(struct ibcr_sigaction), e))
 			return -1;
 		for (uint32_t i = 0; i < k; i++)
 			memcpy(&t->ps.sigact[sigs[at + i] - 1], got + i * SLOT,
@@ -96,21 +114,23 @@ struct altstack {
 };
 
 /* The alternate signal stack, clear_child_tid and securebits of threads [first, first + k). */
-static int thread_round(struct target *t, uint32_t first, uint32_t k, uint64_t scratch,
-			struct ibcr_err *e)
+static int thread_round(struct target *t, uint32_t first, uint32_t k, struct ibcr_err *e)
 {
 	struct call c[SCRATCH_SLOTS];
 	uint8_t ss[SCRATCH_SLOTS * SLOT], ct[SCRATCH_SLOTS * SLOT];
 	long bits[SCRATCH_SLOTS];
 
-	for (uint32_t i = 0; i < k; i++)
-		c[i] = (struct call){ first + i, SYS_sigaltstack, { 0, scratch + i * SLOT } };
-	if (run_round(t, c, k, NULL, e) || read_target(t, scratch, ss, k * SLOT, e))
+	for (uint32_t i = 0; i < k; i++) {
+		c[i] = (struct call){ first + i, SYS_sigaltstack, { 0 } };
+		c[i].a[1] = slot(t, &c[i]);
+	}
+	if (run_round(t, c, k, NULL, e) || read_slots(t, c, k, ss, sizeof(struct altstack), e))
 		return -1;
-	for (uint32_t i = 0; i < k; i++)
-		c[i] = (struct call){ first + i, SYS_prctl,
-				      { PR_GET_TID_ADDRESS, scratch + i * SLOT } };
-	if (run_round(t, c, k, NULL, e) || read_target(t, scratch, ct, k * SLOT, e))
+	for (uint32_t i = 0; i < k; i++) {
+		c[i] = (struct call){ first + i, SYS_prctl, { PR_GET_TID_ADDRESS } };
+		c[i].a[1] = slot(t, &c[i]);
+	}
+	if (run_round(t, c, k, NULL, e) || read_slots(t, c, k, ct, sizeof(uint64_t), e))
 		return -1;
 	/* securebits are per thread, and nowhere in /proc */
 	for (uint32_t i = 0; i < k; i++)
@@ -138,12 +158,12 @@ static int thread_round(struct target *t, uint32_t first, uint32_t k, uint64_t s
 	return 0;
 }
 
-int read_threads_all(struct target *t, uint64_t scratch, struct ibcr_err *e)
+int read_threads_all(struct target *t, struct ibcr_err *e)
 {
 	for (uint32_t first = 0; first < t->nthreads; first += round_size(t)) {
 		uint32_t k = t->nthreads - first < round_size(t) ? t->nthreads - first : round_size(t);
 
-		if (thread_round(t, first, k, scratch, e))
+		if (thread_round(t, first, k, e))
 			return -1;
 	}
 	return 0;

@@ -2,14 +2,13 @@
 /*
  * saver: checkpoint running processes into one image.
  *
- *   saver [--kill | --stop] -o IMAGE PID...
+ *   saver [--kill | --stop] -o IMAGE PID...   (options.c: all of them)
  *
  * The processes are stopped (every thread seized and interrupted) while
  * their state is captured and the image written; then they run on, stay
  * stopped (--stop) or are killed (--kill). A failure at any point leaves
  * them running as before and no image behind. docs/cli.md documents it.
  */
-#include <getopt.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -20,51 +19,15 @@
 
 #include "buf.h"
 #include "external.h"
+#include "guard.h"
+#include "options.h"
+#include "outpath.h"
+#include "park.h"
+#include "progress.h"
+#include "sink.h"
+#include "statsout.h"
 #include "ptrace_util.h"
 #include "saver.h"
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: saver [--tree] [--kill | --stop] [--compress[=CODEC[:LEVEL]]] [--direct | --cached] [--external-fd SPEC]... [--self-contained] -o IMAGE PID...\n"
-		   "  -o, --output IMAGE  write the checkpoint to IMAGE\n"
-		   "  -t, --tree          also every descendant of each PID\n"
-		   "  -k, --kill          kill the processes once the image is complete\n"
-		   "      --tcp-close     give up established TCP connections (restored broken)\n"
-		   "      --unlock-net    remove network locks left by checkpoints that made\n"
-		   "                      no image (see restart-loader --unlock-net)\n"
-		   "      --external-fd [PID:]FD:close|null|inherit|tty\n"
-		   "                      what the restore puts at FD, which leads outside the\n"
-		   "                      image (of process PID, or of every one): nothing,\n"
-		   "                      /dev/null, restart-loader's own FD, or its terminal\n"
-		   "      --self-contained\n"
-		   "                      carry every mapped and open regular file in the image\n"
-		   "      --sysv-ipc=used|all\n"
-		   "                      SysV semaphore sets and queues to save: those the\n"
-		   "                      processes used last (default), or all they may use\n"
-		   "  -s, --stop          leave them stopped (SIGSTOP) instead of running\n"
-		   "      --compress[=zstd|zlib][:LEVEL]\n"
-		   "                      compress page data (default zstd, level 1)\n"
-		   "      --direct        write the image past the page cache (direct I/O)\n"
-		   "      --cached        write it through the page cache; by default an image\n"
-		   "                      larger than the kernel's dirty background limit goes\n"
-		   "                      direct, a smaller one through the cache\n"
-		   "      --no-snapshot   keep them stopped while the image is written\n"
-		   "      --stats         print timings and sizes (ibcr-stats: ...) on stderr\n"
-		   "      --barrier CMD   one checkpoint of a job over several savers: run\n"
-		   "                      'CMD PHASE' where every node must be (docs/cli.md)\n"
-		   "  -h, --help          show this help\n");
-}
-
-static int parse_pid(const char *s, pid_t *pid)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-
-	if (!*s || *end || v <= 0 || v > 0x3fffffff)
-		return -1;
-	*pid = (pid_t)v;
-	return 0;
-}
 
 /* Everything is read before anything is written: errors come early. */
 static int capture(struct target *t, struct fobjs *objs, struct ibcr_err *e)
@@ -119,37 +82,13 @@ static int write_meta(struct img_writer *w, uint32_t idx, struct target *t,
 		enc_tattrs(&b, &t->ps);
 		rc = imgw_section(w, IBCR_SEC_TATTRS, idx, NULL, b.p, b.len, e);
 	}
+	if (!rc && t->ps.nptimers) {
+		b.len = 0;
+		enc_ptimers(&b, &t->ps);
+		rc = imgw_section(w, IBCR_SEC_PTIMERS, idx, NULL, b.p, b.len, e);
+	}
 	buf_free(&b);
 	return rc;
-}
-
-/* How the image is written (--compress, --direct, --cached). */
-struct image_opt {
-	int codec, level;
-	enum { IO_AUTO, IO_DIRECT, IO_CACHED } io;
-	int self_contained;	/* --self-contained */
-};
-
-/* "zstd", "zlib", "zstd:3", ":9" (default codec), "" (default). */
-static int parse_compress(const char *arg, struct image_opt *c)
-{
-	const char *colon = arg ? strchr(arg, ':') : NULL;
-	size_t name = arg ? (colon ? (size_t)(colon - arg) : strlen(arg)) : 0;
-	char *end;
-
-	c->codec = IBCR_CODEC_ZSTD;	/* docs/benchmarks.md: faster at equal ratio */
-	if (name == 4 && !strncmp(arg, "zlib", 4))
-		c->codec = IBCR_CODEC_ZLIB;
-	else if (name && !(name == 4 && !strncmp(arg, "zstd", 4)))
-		return -1;
-	c->level = 1;
-	if (colon) {
-		c->level = (int)strtol(colon + 1, &end, 10);
-		if (!colon[1] || *end || c->level < 1 ||
-		    c->level > 9)	/* zstd beyond 9 needs more memory than we allow */
-			return -1;
-	}
-	return 0;
 }
 
 /* The image-wide SysV sections that have something to hold. */
@@ -264,8 +203,10 @@ static void release_all(struct target *t, uint32_t n, int how, const char *image
 	unix_release();
 	for (uint32_t i = 0; i < n; i++)
 		target_release(&t[i], how);
-	for (uint32_t i = 0; i < n && how == RELEASE_KILL; i++)
-		target_wait_dead(&t[i]);	/* their ports are free when we return */
+	if (how == RELEASE_KILL) {
+		guard_netlock_over();	/* a lock kept is the image's now */
+		wait_gone(t, n);	/* their pids and ports free for a restore at once */
+	}
 	if (how != RELEASE_KILL)
 		verbs_release(t, n);
 }
@@ -292,7 +233,7 @@ struct stats {
 };
 
 static void print_stats(const struct stats *s, struct target *t, uint32_t n,
-			const char *out)
+			const char *out, int json)
 {
 	struct rusage ru;
 	struct stat st;
@@ -305,196 +246,244 @@ static void print_stats(const struct stats *s, struct target *t, uint32_t n,
 			pages += t[i].ps.vmas[k].data_len;
 	}
 	getrusage(RUSAGE_SELF, &ru);
-	fprintf(stderr, "ibcr-stats: freeze_ms=%.1f capture_ms=%.1f seize_ms=%.1f "
-		"snapshot_ms=%.1f write_ms=%.1f "
-		"total_ms=%.1f image_bytes=%llu page_bytes=%llu peak_rss_kb=%ld "
-		"vmflags_fixed=%u direct_bytes=%llu\n",
-		s->released - s->frozen, s->captured - s->frozen, s->seized - s->frozen,
-		s->snapshotted ? s->snapshotted - s->captured : 0.0,
-		s->written - s->captured, s->written - s->start,
-		stat(out, &st) ? 0ull : (unsigned long long)st.st_size,
-		(unsigned long long)pages, ru.ru_maxrss, fixed,
-		(unsigned long long)s->direct_bytes);
+	const struct stat_field f[] = {
+		STAT_MS("freeze_ms", s->released - s->frozen),
+		STAT_MS("capture_ms", s->captured - s->frozen),
+		STAT_MS("seize_ms", s->seized - s->frozen),
+		STAT_MS("snapshot_ms", s->snapshotted ? s->snapshotted - s->captured : 0.0),
+		STAT_MS("write_ms", s->written - s->captured),
+		STAT_MS("total_ms", s->written - s->start),
+		STAT_COUNT("image_bytes", stat(out, &st) ? 0 : st.st_size),
+		STAT_COUNT("page_bytes", pages),
+		STAT_COUNT("peak_rss_kb", ru.ru_maxrss),
+		STAT_COUNT("vmflags_fixed", fixed),
+		STAT_COUNT("direct_bytes", s->direct_bytes),
+	};
+
+	stats_print(stderr, json, "saver", f, sizeof(f) / sizeof(f[0]));
 }
 
-int main(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "kill", no_argument, NULL, 'k' },
-		{ "stop", no_argument, NULL, 's' },
-		{ "stats", no_argument, NULL, 'S' },
-		{ "no-snapshot", no_argument, NULL, 'N' },
-		{ "compress", optional_argument, NULL, 'z' },
-		{ "direct", no_argument, NULL, 'D' },
-		{ "cached", no_argument, NULL, 'C' },
-		{ "tree", no_argument, NULL, 't' },
-		{ "tcp-close", no_argument, NULL, 'T' },
-		{ "unlock-net", no_argument, NULL, 'U' },
-		{ "external-fd", required_argument, NULL, 'X' },
-		{ "self-contained", no_argument, NULL, 'P' },
-		{ "sysv-ipc", required_argument, NULL, 'I' },
-		{ "barrier", required_argument, NULL, 'B' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	const char *out = NULL;
-	int how = RELEASE_RUN, c, rc = 0, stats = 0, snapshots = 1, released = 0, tree = 0, ipc_all = 0;
+/* One checkpoint's processes and what was captured of them. */
+struct run {
 	struct target *t;
-	struct ibcr_err e = { "" };
-	struct stats s = { .start = now_ms() };
-	struct image_opt comp = { IBCR_CODEC_RAW, 0, IO_AUTO, 0 };
-	struct fobjs objs = { 0 };
-	struct ibcr_sysv sysv = { 0 };
-	struct ibcr_sysvipc ipc = { 0 };
-	struct target *pre = NULL;	/* --tree: the shims quiesced before the stop */
-	uint32_t n, npre = 0;
+	uint32_t n;
+	struct target *pre;	/* --tree: the shims quiesced before the stop */
+	uint32_t npre;
+	struct fobjs objs;
+	struct ibcr_sysv sysv;
+	struct ibcr_sysvipc ipc;
+	struct stats s;
+	int released;		/* let go already (they run on the snapshot) */
+};
 
-	while ((c = getopt_long(argc, argv, "o:ksth", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o': out = optarg; break;
-		case 'k': how = RELEASE_KILL; break;
-		case 's': how = RELEASE_STOP; break;
-		case 'S': stats = 1; break;
-		case 'D': comp.io = IO_DIRECT; break;
-		case 'C': comp.io = IO_CACHED; break;
-		case 'N': snapshots = 0; break;
-		case 't': tree = 1; break;
-		case 'T': objs.tcp_close = 1; break;
-		case 'U': return netlock_unlock_stale();
-		case 'X':
-			if (external_parse(optarg, &objs)) {
-				fprintf(stderr, "saver: --external-fd=%s: expected [PID:]FD:ACTION, "
-					"ACTION close, null, inherit or tty\n", optarg);
-				return 2;
-			}
-			break;
-		case 'B': coord_init(optarg, "checkpoint"); break;
-		case 'P': comp.self_contained = 1; break;
-		case 'I':
-			if (strcmp(optarg, "used") && strcmp(optarg, "all")) {
-				fprintf(stderr, "saver: --sysv-ipc=%s: expected used or all\n", optarg);
-				return 2;
-			}
-			ipc_all = !strcmp(optarg, "all");
-			break;
-		case 'z':
-			if (parse_compress(optarg, &comp)) {
-				fprintf(stderr, "saver: --compress=%s: expected zstd or zlib, "
-					"optionally :LEVEL (1-9)\n", optarg);
-				return 2;
-			}
-			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
+/* While they run: checks, verbs quiesced, what costs time read ahead. */
+static int before_freeze(const struct saver_opts *o, struct run *r, struct ibcr_err *e)
+{
+	int rc = 0;
+
+	r->n = o->npids;
+	r->t = xcalloc(r->n, sizeof(*r->t));
+	for (uint32_t i = 0; i < r->n; i++) {
+		r->t[i].memfd = -1;
+		r->t[i].pid = o->pids[i];
 	}
-	if (!out || optind >= argc) {
-		usage(stderr);
-		return 2;
-	}
-	n = (uint32_t)(argc - optind);
-	objs.kill = how == RELEASE_KILL;
-	objs.image = out;
-	t = xcalloc(n, sizeof(*t));
-	for (uint32_t i = 0; i < n; i++) {
-		t[i].memfd = -1;
-		if (parse_pid(argv[optind + i], &t[i].pid)) {
-			fprintf(stderr, "saver: '%s' is not a process id\n", argv[optind + i]);
-			return 2;
-		}
-	}
-	for (uint32_t i = 0; i < n && !rc; i++)
-		rc = target_check(t[i].pid, &e) || (!tree && verbs_find(&t[i], &e)) ? -1 : 0;
+	for (uint32_t i = 0; i < r->n && !rc; i++)
+		rc = target_check(r->t[i].pid, e) || (!o->tree && verbs_find(&r->t[i], e)) ? -1 : 0;
 	/* with --tree: the shim processes below, found while they run */
-	if (!rc && tree)
-		rc = verbs_tree_find(t, n, &pre, &npre, &e);
+	if (!rc && o->tree)
+		rc = verbs_tree_find(r->t, r->n, &r->pre, &r->npre, e);
 	/* Verbs users quiesce themselves first, while they still run: no
 	 * signaled send outstanding anywhere (every node) before any drain. */
 	if (!rc)
-		rc = tree ? verbs_quiesce_sends(pre, npre, &e) : verbs_quiesce_sends(t, n, &e);
+		rc = o->tree ? verbs_quiesce_sends(r->pre, r->npre, e) :
+			       verbs_quiesce_sends(r->t, r->n, e);
 	if (!rc)
-		rc = coord_barrier("sends", &e);
+		rc = coord_barrier("sends", e);
 	if (!rc)
-		rc = tree ? verbs_quiesce_drain(pre, npre, &e) : verbs_quiesce_drain(t, n, &e);
+		rc = o->tree ? verbs_quiesce_drain(r->pre, r->npre, e) :
+			       verbs_quiesce_drain(r->t, r->n, e);
 	/* smaps walks every page: read it now, while they still run */
-	for (uint32_t i = 0; i < n && !rc && !tree && how == RELEASE_RUN && snapshots; i++)
-		vmflags_preread(&t[i]);
+	for (uint32_t i = 0; i < r->n && !rc && !o->tree && o->how == RELEASE_RUN &&
+	     o->snapshots; i++)
+		vmflags_preread(&r->t[i]);
 	/* the mapped files' digests too: time they would cost in the freeze */
-	for (uint32_t i = 0; i < n && !rc; i++)
-		backing_prehash(t[i].pid);
-	if (!rc && tree && how == RELEASE_RUN && snapshots)
-		tree_preread(t, n);
-	s.frozen = now_ms();
-	/* All are stopped before any is read: one consistent point in time. */
-	if (tree && !rc)
-		rc = tree_seize(&t, &n, &e);
-	if (tree && !rc)
-		tree_adopt_preread(t, n);
-	for (uint32_t i = 0; i < n && !rc && !tree; i++)
-		rc = target_seize(&t[i], &e);
-	s.seized = now_ms();
+	for (uint32_t i = 0; i < r->n && !rc; i++)
+		backing_prehash(r->t[i].pid);
+	if (!rc && o->tree && o->how == RELEASE_RUN && o->snapshots)
+		tree_preread(r->t, r->n);
+	/* the parking gadget is in their code, which does not change: look now */
+	for (uint32_t i = 0; i < r->n && !rc; i++) {
+		struct ibcr_err later;	/* looked for again in the freeze */
+
+		park_prepare(&r->t[i], &later);
+	}
+	return rc;
+}
+
+/* All are stopped before any is read: one consistent point in time. */
+static int stop_all(const struct saver_opts *o, struct run *r, struct ibcr_err *e)
+{
+	int rc = 0;
+
+	r->s.frozen = now_ms();
+	if (o->tree)
+		rc = tree_seize(&r->t, &r->n, e);
+	if (o->tree && !rc)
+		tree_adopt_preread(r->t, r->n);
+	for (uint32_t i = 0; i < r->n && !rc && !o->tree; i++)
+		rc = target_seize(&r->t[i], e);
+	r->s.seized = now_ms();
 	if (!rc)
-		rc = verbs_after_seize(t, n, pre, npre, &e);
+		rc = verbs_after_seize(r->t, r->n, r->pre, r->npre, e);
+	return rc;
+}
+
+static int capture_all(const struct saver_opts *o, struct run *r, struct ibcr_err *e)
+{
+	int rc = 0;
+
 	/* in the image's copy of the wake pipe: the restored helper wakes */
-	for (uint32_t i = 0; i < n && !rc; i++)
-		verbs_wake(&t[i]);
-	for (uint32_t i = 0; i < n && !rc; i++)
-		rc = t[i].zombie ? 0 : capture(&t[i], &objs, &e);
+	for (uint32_t i = 0; i < r->n; i++)
+		verbs_wake(&r->t[i]);
+	for (uint32_t i = 0; i < r->n && !rc; i++)
+		rc = r->t[i].zombie ? 0 : capture(&r->t[i], &r->objs, e);
 	if (!rc)
-		rc = attrs_check_tree(t, n, &e);
+		rc = attrs_check_tree(r->t, r->n, e);
 	if (!rc)
-		shm_join_named(t, n);
+		shm_join_named(r->t, r->n);
 	if (!rc)
-		rc = cow_find(t, n, &e);
+		rc = cow_find(r->t, r->n, e);
 	if (!rc)
-		shm_decide_refs(t, n);
+		shm_decide_refs(r->t, r->n);
 	if (!rc)
-		rc = files_finish(t, n, &objs, &e);
+		rc = files_finish(r->t, r->n, &r->objs, e);
 	if (!rc)
-		rc = sysv_capture(t, n, &sysv, &e);
+		rc = sysv_capture(r->t, r->n, &r->sysv, e);
 	if (!rc)	/* still stopped: the values and messages are theirs */
-		rc = sysvipc_capture(t, n, ipc_all, &ipc, &e);
-	s.captured = now_ms();
+		rc = sysvipc_capture(r->t, r->n, o->ipc_all, &r->ipc, e);
+	r->s.captured = now_ms();
+	return rc;
+}
+
+/* Processes that run on get a snapshot and run again before the write. */
+static int snapshot_release(const struct saver_opts *o, struct run *r, const char *image,
+			    struct ibcr_err *e)
+{
+	int rc;
+
 	/* files read while writing must not change: no snapshot then */
-	if (!rc && how == RELEASE_RUN && snapshots && !objs.keep_stopped) {
-		rc = snapshot_all(t, n, &e);
-		released = rc == 1;
-		if (released)
-			s.snapshotted = now_ms();
-		rc = rc < 0 ? -1 : 0;
-		if (released)
-			release_all(t, n, RELEASE_RUN, out);
+	if (o->how != RELEASE_RUN || !o->snapshots || r->objs.keep_stopped)
+		return 0;
+	rc = snapshot_all(r->t, r->n, e);
+	r->released = rc == 1;
+	if (r->released) {
+		r->s.snapshotted = now_ms();
+		release_all(r->t, r->n, RELEASE_RUN, image);
 	}
-	s.released = now_ms();
-	for (uint32_t i = 0; i < n && !rc; i++)
-		rc = t[i].zombie ? 0 : vmflags_verify(&t[i], &e);
-	if (!rc)
-		rc = write_image(out, t, n, &objs, &sysv, &ipc, &comp, &s.direct_bytes, &e);
+	return rc < 0 ? -1 : 0;
+}
+
+static uint64_t pages_put(void *arg)
+{
+	(void)arg;
+	return __atomic_load_n(&sink_bytes, __ATOMIC_RELAXED);
+}
+
+/* What the image's page data will be, about: the processes' own memory. */
+static uint64_t pages_expected(const struct run *r)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < r->n; i++)
+		if (!r->t[i].zombie)
+			sum += progress_rss_bytes((void *)&r->t[i].pid);
+	return sum;
+}
+
+static int write_all(const struct saver_opts *o, const char *image, struct run *r,
+		     struct ibcr_err *e)
+{
+	struct progress pg;
+	int rc = 0;
+
+	for (uint32_t i = 0; i < r->n && !rc; i++)
+		rc = r->t[i].zombie ? 0 : vmflags_verify(&r->t[i], e);
+	if (rc)
+		return rc;
+	progress_start(&pg, "saver", "saved", pages_expected(r), pages_put, NULL, o->progress);
+	rc = write_image(image, r->t, r->n, &r->objs, &r->sysv, &r->ipc, &o->comp,
+			 &r->s.direct_bytes, e);
+	progress_end(&pg);
 	/* every node's image complete before any process is killed */
-	if (!rc && coord_barrier("written", &e)) {
+	if (!rc && coord_barrier("written", e)) {
 		rc = -1;
-		unlink(out);	/* not one image of an incomplete set */
+		unlink(image);	/* not one image of an incomplete set */
 	}
-	s.written = now_ms();
-	for (uint32_t i = 0; i < n; i++)
-		snapshot_destroy(&t[i]);
-	filedata_free(&objs);
+	return rc;
+}
+
+/* One checkpoint into image: 0, or 1 with the reason said. */
+static int checkpoint(const struct saver_opts *o, const char *image)
+{
+	struct run r = { .s = { .start = now_ms() } };
+	struct ibcr_err e = { "" };
+	int how = o->how, rc;
+
+	if (o->ext)
+		r.objs = *o->ext;	/* --external-fd's rules */
+	r.objs.tcp_close = o->tcp_close;
+	r.objs.kill = how == RELEASE_KILL;
+	r.objs.image = image;	/* named by a network lock left for the restore */
+	guard_start(image);	/* before anything is attached */
+	rc = before_freeze(o, &r, &e);
+	if (!rc)
+		rc = stop_all(o, &r, &e);
+	if (!rc)
+		rc = capture_all(o, &r, &e);
+	if (!rc)
+		rc = snapshot_release(o, &r, image, &e);
+	r.s.released = now_ms();
+	if (!rc)
+		rc = write_all(o, image, &r, &e);
+	r.s.written = now_ms();
+	for (uint32_t i = 0; i < r.n; i++)
+		snapshot_destroy(&r.t[i]);
+	filedata_free(&r.objs);
 	if (rc) {
+		explain_exited(r.t, r.n, &e);
 		fprintf(stderr, "saver: %s\n", e.msg);
 		how = RELEASE_RUN;	/* never kill what we could not save */
 		coord_abort(e.msg);	/* nor let the job's other nodes */
 	}
-	if (!released) {
-		s.released = now_ms();
-		release_all(t, n, how, out);
+	if (!r.released) {
+		r.s.released = now_ms();
+		release_all(r.t, r.n, how, image);
 	}
-	if (!rc && objs.given_up)
+	if (!rc && r.objs.given_up)
 		fprintf(stderr, "saver: --tcp-close: %u TCP connection(s) given up: a restore "
-			"brings them back unconnected%s\n", objs.given_up,
+			"brings them back unconnected%s\n", r.objs.given_up,
 			how == RELEASE_KILL ? "; their peers see them closed now" : "");
-	verbs_release(pre, npre);	/* quiesced but never adopted (a failure) */
-	if (stats && !rc)
-		print_stats(&s, t, n, out);
+	verbs_release(r.pre, r.npre);	/* quiesced but never adopted (a failure) */
+	guard_end();
+	if (o->stats && !rc)
+		print_stats(&r.s, r.t, r.n, image, o->stats == STATS_JSON);
 	return rc ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct saver_opts o;
+	struct ibcr_err e = { "" };
+	int rc = saver_parse(argc, argv, &o);
+
+	if (rc >= 0)
+		return rc;
+	if (o.interval || o.keep)
+		return interval_run(&o, checkpoint);
+	if (outpath_check(o.out, &o.image, &e)) {
+		fprintf(stderr, "saver: %s\n", e.msg);
+		return 1;
+	}
+	outpath_clean_stale(o.image);
+	return checkpoint(&o, o.image);
 }

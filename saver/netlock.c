@@ -14,8 +14,10 @@
  * the capture consistent (nothing arrives between reading the sequence
  * numbers and the queues) and lasts as long as the freeze. With --kill
  * the table stays, named in the image, until restart-loader has the
- * sockets live again. Left behind by a saver that died: `saver
- * --unlock-net` (netlock_unlock_stale).
+ * sockets live again. A saver that died leaves it to its guardian
+ * (guard.h), which removes it unless a complete image holds it; left
+ * behind all the same (the guardian killed too): `saver --unlock-net`
+ * (netlock_unlock_stale).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,6 +30,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "guard.h"
 #include "image_io.h"
 #include "netlock.h"
 #include "saver.h"
@@ -151,9 +154,11 @@ int netlock_take(const char *image, int keep, struct ibcr_err *e)
 		buf_put(&s, lk.out.p, lk.out.len);
 	buf_put(&s, "\t}\n}\n", 5);
 	buf_put(&s, "", 1);
+	guard_netlock(lk.table);	/* it removes the lock should we die */
 	rc = nft_run((const char *)s.p, e);
 	buf_free(&s);
 	if (rc) {
+		guard_netlock_over();
 		char why[sizeof(e->msg)];
 
 		memcpy(why, e->msg, sizeof(why));
@@ -195,6 +200,8 @@ void netlock_release(int killed, const char *image)
 			lk.table, image, image);
 	else if (lk.held && netlock_drop(lk.table, &e))
 		fprintf(stderr, "saver: %s\n", e.msg);
+	else if (lk.held)
+		guard_netlock_over();
 	lk.held = 0;
 	buf_free(&lk.in);
 	buf_free(&lk.out);
@@ -221,8 +228,7 @@ static int table_image(const char *table, char *path, size_t n, struct ibcr_err 
 	return 0;
 }
 
-/* Whether the image at path is there and names lock `table`. */
-static int image_holds(const char *path, const char *table)
+int netlock_image_holds(const char *path, const char *table)
 {
 	struct img_reader r;
 	struct ibcr_netlock l;
@@ -264,7 +270,7 @@ static int unlock_one(const char *table, struct ibcr_err *e)
 	}
 	if (table_image(table, image, sizeof(image), e))
 		return -1;
-	if (image_holds(image, table)) {
+	if (netlock_image_holds(image, table)) {
 		printf("%s: kept, it holds the connections of %s (restart-loader "
 		       "--unlock-net %s lets them go)\n", table, image, image);
 		return 0;

@@ -165,22 +165,6 @@ static int read_misc(struct target *t, struct ibcr_err *e)
 	return read_limits(t->pid, r->rlim, e);
 }
 
-/* POSIX timers live in the kernel only; not restorable yet: refuse. */
-static int check_timers(struct target *t, struct ibcr_err *e)
-{
-	char path[64], *s;
-	int rc = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/timers", (int)t->pid);
-	if (proc_read(path, &s, NULL, e))
-		return -1;
-	if (s[0])
-		rc = ibcr_fail(e, "pid %d: has POSIX timers (timer_create): not "
-			       "supported yet", (int)t->pid);
-	free(s);
-	return rc;
-}
-
 /* Children are not saved (process trees come later): say so. */
 static void warn_children(struct target *t)
 {
@@ -205,7 +189,7 @@ int capture_procinfo(struct target *t, struct ibcr_err *e)
 	t->ps.rec.pid = t->pid;
 	t->ps.rec.nthreads = t->nthreads;
 	if (read_stat(t, e) || read_status(t, e) || read_auxv(t, e) ||
-	    read_exe(t, e) || read_misc(t, e) || check_timers(t, e))
+	    read_exe(t, e) || read_misc(t, e))
 		return -1;
 	if (!t->tree)
 		warn_children(t);

@@ -26,6 +26,9 @@ struct target {
 	int stopped;		/* stopped by job control: saved, and left, so */
 	int stop_sig;		/* the signal that stopped it, when known */
 	uint64_t syscall_insn;	/* a syscall instruction in its [vdso] */
+	uint64_t sigreturn_gadget;	/* park.c: rt_sigreturn in its code, or 0 */
+	int park_ready;		/* park.c: both looked for */
+	struct park *parks;	/* per thread, while calls are injected (inject.c) */
 	int memfd;		/* /proc/PID/mem (of mem_pid when set) */
 	pid_t mem_pid;		/* the copy-on-write snapshot memory is read from */
 	uint64_t verbs_addr;	/* the verbs shim's control object, or 0 */
@@ -64,8 +67,10 @@ struct cow_map {
 int target_check(pid_t pid, struct ibcr_err *e);
 int target_seize(struct target *t, struct ibcr_err *e);
 void target_release(struct target *t, int how);
-/* after a kill: until its descriptors are closed (a zombie or gone) */
-void target_wait_dead(const struct target *t);
+/* After a failure: says so if it was because a process exited meanwhile */
+void explain_exited(const struct target *t, uint32_t n, struct ibcr_err *e);
+/* After --kill: waits (bounded) until the processes are gone, pids and ports free */
+void wait_gone(const struct target *t, uint32_t n);
 enum { RELEASE_RUN, RELEASE_STOP, RELEASE_KILL };
 
 /* tree.c: --tree, a process and its descendants, stopped top-down */
@@ -75,17 +80,18 @@ int tree_add_children(struct target **t, uint32_t *n, pid_t pid, pid_t tid,
 
 /* inject.c: state only the process itself can read */
 int capture_injected(struct target *t, struct ibcr_err *e);
-#define SCRATCH_SIZE 8192	/* the page injected calls write into */
-#define SCRATCH_SLOTS (SCRATCH_SIZE / 64)	/* calls of one round (injectall.c) */
+#define SCRATCH_SLOTS 128	/* calls of one round at most (injectall.c) */
 /* injectall.c: signal actions, and each thread's altstack and TID address */
-int read_sigactions_all(struct target *t, uint64_t scratch, struct ibcr_err *e);
-int read_threads_all(struct target *t, uint64_t scratch, struct ibcr_err *e);
+int read_sigactions_all(struct target *t, struct ibcr_err *e);
+int read_threads_all(struct target *t, struct ibcr_err *e);
 /* A system call run by thread i of t; *ret its result, or NULL: fail on error. */
 int inject_call(struct target *t, uint32_t thread, long nr, uint64_t a0, uint64_t a1,
 		uint64_t a2, uint64_t a3, long *ret, struct ibcr_err *e);
 
-/* attrs.c: process and thread attributes (PATTRS, TATTRS); scratch: a page of t */
+/* attrs.c: process and thread attributes (PATTRS, TATTRS); scratch: parked bytes of t */
 int capture_attrs(struct target *t, uint64_t scratch, struct ibcr_err *e);
+/* ptimers.c: POSIX timers, read by injected calls into scratch */
+int capture_ptimers(struct target *t, uint64_t scratch, struct ibcr_err *e);
 /* Once captured: the stop state and the stop signals still queued. */
 void attrs_stop_state(struct target *t);
 /* Once all are captured: what the process tree cannot give back. */
@@ -132,6 +138,8 @@ struct fobjs {
 	uint32_t given_up;	/* TCP connections given up (--tcp-close) */
 	struct ibcr_sockopts sockopts;	/* every socket's options (SOCKOPTS) */
 };
+/* reopen.c: unprivileged, every file reopened by path must open for us */
+int reopen_check(const struct fobjs *o, struct ibcr_err *e);
 int capture_files(struct target *t, struct fobjs *o, struct ibcr_err *e);
 /* A new object of pid's fd (or -1: of no descriptor), path link; its index. */
 uint32_t fobjs_add(struct fobjs *o, pid_t pid, int fd, const char *link);
@@ -200,6 +208,8 @@ void unix_release(void);
 struct buf;
 int tcp_capture(pid_t pid, int fd, int s, struct buf *b, struct ibcr_err *e);
 void tcp_release(int killed);
+/* Out of repair mode with its SO_REUSEADDR back (also the guardian's); 0 or -1 */
+int tcp_leave_repair(int fd, int reuse);
 
 /* sockopt.c: the options of a socket that differ from a new one's */
 int sockopt_capture(int fd, uint32_t obj, int family, int type, int proto, int connected,
@@ -215,6 +225,8 @@ int netlock_record(struct ibcr_netlock *rec);
 void netlock_release(int killed, const char *image);
 /* saver --unlock-net: removes locks no saver and no image hold; exit status */
 int netlock_unlock_stale(void);
+/* Whether the image at path is there and names lock table */
+int netlock_image_holds(const char *path, const char *table);
 
 /* locks.c: file locks held, per descriptor */
 int capture_locks(struct target *t, struct ibcr_err *e);
@@ -253,6 +265,8 @@ int nofork_copy_all(struct target *t, struct ibcr_err *e);
 int snapshot_create_all(struct target *t, uint32_t n, struct ibcr_err *e);
 void snapshot_kill(struct target *t);
 void snapshot_destroy(struct target *t);
+/* Makes t (running) reap child, a dead snapshot of it: one injected wait4 */
+void snapshot_reap(struct target *t, pid_t child);
 
 /* vdso.c: the saving kernel's [vdso] bytes, for a restore on another kernel */
 int vdso_write_section(const struct target *t, uint32_t n, struct img_writer *w,

@@ -13,12 +13,15 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
+#include "proc_stat.h"
 #include "procfs.h"
 #include "ptrace_util.h"
+#include "guard.h"
 #include "saver.h"
 
 static int has_tid(const struct target *t, pid_t tid)
@@ -29,28 +32,122 @@ static int has_tid(const struct target *t, pid_t tid)
 	return 0;
 }
 
+/* The process exited or is exiting: what to say instead of "cannot attach". */
+static int explain_gone(pid_t pid, struct ibcr_err *e)
+{
+	const struct timespec ms = { 0, 1000 * 1000 };
+	struct proc_stat ps;
+	int c = 0, known, alive = proc_stat_of(pid, &ps);
+
+	/*
+	 * On its way out: a zombie in a moment, whose status says why. A
+	 * process just killed runs a little before it is seen exiting: a
+	 * failure may have come from that; look for 20 ms before trusting it.
+	 */
+	for (int i = 0; i < 1000 && alive && ps.state != 'Z' && ps.state != 'X' &&
+	     ((ps.flags & PROC_PF_EXITING) || i < 20); i++) {
+		nanosleep(&ms, NULL);
+		alive = proc_stat_of(pid, &ps);
+	}
+	if (!alive) {
+		/* reaped: by us (we trace it), or by its parent after we let go */
+		known = pt_exit_status(pid, &c) ||
+			waitpid(pid, &c, WNOHANG | __WALL) == pid;
+		if (!known)
+			return ibcr_fail(e, "pid %d: exited during the checkpoint", (int)pid);
+		ps.state = 'Z';
+		ps.exit_code = c;
+	}
+	if (ps.state == 'Z' || ps.state == 'X') {
+		c = ps.exit_code;
+
+		if (c & 0x7f)
+			return ibcr_fail(e, "pid %d: exited during the checkpoint (killed by "
+					 "signal %d)", (int)pid, c & 0x7f);
+		return ibcr_fail(e, "pid %d: exited during the checkpoint (status %d)",
+				 (int)pid, (c >> 8) & 0xff);
+	}
+	if (ps.flags & PROC_PF_EXITING)
+		return ibcr_fail(e, "pid %d: is exiting", (int)pid);
+	return 0;
+}
+
+static int has_cap_sys_ptrace(void)
+{
+	long long caps = proc_status_num(0, "CapEff:", 16);
+
+	return caps > 0 && ((caps >> 19) & 1);	/* CAP_SYS_PTRACE */
+}
+
+static long yama_scope(void)
+{
+	long long v = proc_key_num("/proc/sys/kernel/yama/ptrace_scope", "", 10);
+
+	return v > 0 ? (long)v : 0;
+}
+
+/* EPERM: the reason the kernel had, as far as it can be seen from here. */
+static int explain_eperm(pid_t pid, struct ibcr_err *e)
+{
+	long tracer = (long)proc_status_num(pid, "TracerPid:", 10);
+	long uid = (long)proc_status_num(pid, "Uid:", 10);
+	long scope = yama_scope();
+
+	if (tracer > 0) {
+		char path[64], *comm = NULL;
+		struct ibcr_err ignored;
+
+		snprintf(path, sizeof(path), "/proc/%ld/comm", tracer);
+		proc_read(path, &comm, NULL, &ignored);
+		if (comm && strchr(comm, '\n'))
+			*strchr(comm, '\n') = 0;
+		ibcr_fail(e, "pid %d: cannot attach: already traced by pid %ld (%s)",
+			  (int)pid, tracer, comm ? comm : "?");
+		free(comm);
+		return -1;
+	}
+	if (has_cap_sys_ptrace() && scope < 3)
+		return ibcr_fail(e, "pid %d: cannot attach: the kernel refused it even with "
+				 "CAP_SYS_PTRACE (a security module, or a process of another "
+				 "user namespace)", (int)pid);
+	if (uid >= 0 && (uid_t)uid != geteuid())
+		return ibcr_fail(e, "pid %d: cannot attach: permission denied (it runs as "
+				 "uid %ld, this saver as uid %u: needs root or CAP_SYS_PTRACE)",
+				 (int)pid, uid, (unsigned)geteuid());
+	if (scope > 0)
+		return ibcr_fail(e, "pid %d: cannot attach: permission denied "
+				 "(kernel.yama.ptrace_scope is %ld: %s)", (int)pid, scope,
+				 scope == 1 ? "only its ancestors or CAP_SYS_PTRACE may trace it" :
+				 scope == 2 ? "only CAP_SYS_PTRACE may trace" : "no tracing at all");
+	return ibcr_fail(e, "pid %d: cannot attach: permission denied (not dumpable, "
+			 "or it has capabilities this saver lacks: needs CAP_SYS_PTRACE)",
+			 (int)pid);
+}
+
 static int seize_new(struct target *t, struct ibcr_err *e);
 
 static int explain_seize_failure(pid_t pid, int err, struct ibcr_err *e)
 {
-	char path[64], *status = NULL, *tp;
-	int tracer = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (err == EPERM && !proc_read(path, &status, NULL, e) &&
-	    (tp = strstr(status, "TracerPid:")))
-		tracer = atoi(tp + 10);
-	free(status);
+	if ((err == ESRCH || err == EPERM) && explain_gone(pid, e))
+		return -1;
 	if (err == ESRCH)
 		return ibcr_fail(e, "pid %d: no such process", (int)pid);
-	if (tracer)
-		return ibcr_fail(e, "pid %d: cannot attach: already traced by pid %d",
-				 (int)pid, tracer);
 	if (err == EPERM)
-		return ibcr_fail(e, "pid %d: cannot attach: permission denied "
-				 "(another user's process, or ptrace restricted by "
-				 "kernel.yama.ptrace_scope)", (int)pid);
+		return explain_eperm(pid, e);
 	return ibcr_fail_errno(e, err, "pid %d: cannot attach", (int)pid);
+}
+
+void explain_exited(const struct target *t, uint32_t n, struct ibcr_err *e)
+{
+	struct ibcr_err why;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (t[i].zombie || !t[i].nthreads || !explain_gone(t[i].pid, &why))
+			continue;
+		/* the first cause stays: what failed because it was gone */
+		ibcr_fail(e, "%s; nothing was saved", why.msg);
+		return;
+	}
 }
 
 /*
@@ -108,33 +205,32 @@ static int seize_new(struct target *t, struct ibcr_err *e)
 	return added;
 }
 
-#define PF_KTHREAD 0x00200000	/* the kernel's task flag, field 9 of stat */
-
 /* Refuses, with the reason, what cannot be a target; before any change. */
 int target_check(pid_t pid, struct ibcr_err *e)
 {
-	char path[64], *stat = NULL, *p;
-	unsigned long flags = 0;
-	int rc = 0, fd;
+	struct proc_stat ps;
+	char path[64];
+	long long tgid;
+	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (access(path, F_OK))
+	if (!proc_stat_of(pid, &ps))
 		return ibcr_fail(e, "pid %d: no such process", (int)pid);
-	if (proc_read(path, &stat, NULL, e))
-		return -1;
-	p = strrchr(stat, ')');
-	if (p)
-		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags);
-	if (p && (p[2] == 'Z' || p[2] == 'X'))
-		rc = ibcr_fail(e, "pid %d: the process is a zombie", (int)pid);
-	else if (flags & PF_KTHREAD)
-		rc = ibcr_fail(e, "pid %d: is a kernel thread: only user processes can "
-			       "be checkpointed", (int)pid);
-	free(stat);
-	if (!rc && pid == getpid())
-		rc = ibcr_fail(e, "pid %d: cannot checkpoint the saver itself", (int)pid);
-	if (rc)
-		return rc;
+	tgid = proc_status_num(pid, "Tgid:", 10);
+	if (tgid > 0 && tgid != pid)
+		return ibcr_fail(e, "pid %d: is a thread of process %lld, not a process: give "
+				 "%lld to checkpoint that process", (int)pid, tgid, tgid);
+	if (ps.flags & PROC_PF_KTHREAD)
+		return ibcr_fail(e, "pid %d: is a kernel thread: only user processes can "
+				 "be checkpointed", (int)pid);
+	if (pid == 1)
+		return ibcr_fail(e, "pid 1: is the init process of this system or "
+				 "container: it cannot be checkpointed (stopping or killing it "
+				 "would stop or end everything else)");
+	if (ps.state == 'Z' || ps.state == 'X')
+		return ibcr_fail(e, "pid %d: the process is a zombie", (int)pid);
+	if (pid == getpid() || pid == guard_pid())
+		return ibcr_fail(e, "pid %d: is this saver%s: it cannot checkpoint itself",
+				 (int)pid, pid == getpid() ? "" : "'s own guardian");
 	/* /proc/PID/mem opens only with ptrace-attach rights: ask now */
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -208,31 +304,30 @@ void target_release(struct target *t, int how)
 }
 
 /*
- * After --kill: until the process has let go of its files (it is a
- * zombie, or gone). The kernel frees a process's memory before it
- * closes its descriptors, so a large one still holds its ports for a
- * while after SIGKILL; a restart right after the saver returns must not
- * find them taken by the original.
+ * After --kill: returns once every process has exited (bounded: 60 s),
+ * and has been reaped by its parent or is at least a zombie (up to 2 s
+ * more), so that a restore started right after finds its pids free and
+ * its ports too: the kernel frees a process's memory before it closes
+ * its descriptors, so a large one holds its sockets a while after SIGKILL.
+ * A zombie whose parent does not reap it keeps its pid; the loader
+ * waits for such a one a little (docs/design.md, "Identity").
  */
-void target_wait_dead(const struct target *t)
+void wait_gone(const struct target *t, uint32_t n)
 {
-	char path[64], buf[512];
+	const struct timespec step = { 0, 1000 * 1000 };
+	struct proc_stat ps;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)t->pid);
-	for (int i = 0; i < 60000; i++) {
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-		const char *state;
-		struct timespec ms = { 0, 1000000 };
+	for (int phase = 0; phase < 2; phase++) {
+		for (int ms = 0; ms < (phase ? 2000 : 60000); ms++) {
+			uint32_t left = 0;
 
-		if (fd >= 0)
-			close(fd);
-		if (n <= 0)
-			return;		/* reaped */
-		buf[n] = 0;
-		state = strrchr(buf, ')');
-		if (!state || state[1] != ' ' || state[2] == 'Z' || state[2] == 'X')
-			return;
-		nanosleep(&ms, NULL);
+			for (uint32_t i = 0; i < n; i++)
+				if (proc_stat_of(t[i].pid, &ps) &&
+				    (phase || (ps.state != 'Z' && ps.state != 'X')))
+					left++;
+			if (!left)
+				break;
+			nanosleep(&step, NULL);
+		}
 	}
 }

@@ -105,11 +105,15 @@ static int flush_batch(struct sink *s, struct ibcr_err *e)
 	return 0;
 }
 
+/* Page data put so far, by every sink: the progress of a save (main.c). */
+uint64_t sink_bytes;
+
 int sink_put(struct sink *s, const void *p, size_t n, struct ibcr_err *e)
 {
 	const uint8_t *c = p;
 
 	s->pos += n;
+	__atomic_add_fetch(&sink_bytes, n, __ATOMIC_RELAXED);
 	if (s->codec == IBCR_CODEC_RAW)
 		return imgw_data(s->w, p, n, e);
 	while (n) {
@@ -152,5 +156,6 @@ void *sink_room(struct sink *s, size_t min, size_t *len, struct ibcr_err *e)
 int sink_fill(struct sink *s, size_t n, struct ibcr_err *e)
 {
 	s->pos += n;
+	__atomic_add_fetch(&sink_bytes, n, __ATOMIC_RELAXED);
 	return imgw_fill(s->w, n, e);
 }

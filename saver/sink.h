@@ -30,5 +30,7 @@ int sink_finish(struct sink *s, struct ibcr_err *e);
 /* Uncompressed only: room to write page data in place (see imgw_room). */
 void *sink_room(struct sink *s, size_t min, size_t *len, struct ibcr_err *e);
 int sink_fill(struct sink *s, size_t n, struct ibcr_err *e);
+/* Page data put by every sink so far (atomic): a save's progress. */
+extern uint64_t sink_bytes;
 
 #endif

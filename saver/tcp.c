@@ -23,6 +23,7 @@
 #include <linux/sockios.h>
 
 #include "buf.h"
+#include "guard.h"
 #include "saver.h"
 
 /* The kernel's queue numbers (linux/tcp.h), which musl's headers leave out. */
@@ -145,8 +146,11 @@ int tcp_capture(pid_t pid, int fd, int s, struct buf *b, struct ibcr_err *e)
 	int on = TCP_REPAIR_ON, reuse = 0;
 	socklen_t rl = sizeof(reuse);
 
-	if (getsockopt(s, SOL_SOCKET, SO_REUSEADDR, &reuse, &rl) ||
-	    setsockopt(s, IPPROTO_TCP, TCP_REPAIR, &on, sizeof(on)))
+	if (getsockopt(s, SOL_SOCKET, SO_REUSEADDR, &reuse, &rl))
+		return ibcr_fail_errno(e, errno, "pid %d fd %d: TCP connection: reading "
+				       "SO_REUSEADDR", (int)pid, fd);
+	guard_tcp(pid, fd, s, reuse);	/* it turns repair off should we die */
+	if (setsockopt(s, IPPROTO_TCP, TCP_REPAIR, &on, sizeof(on)))
 		return ibcr_fail_errno(e, errno, "pid %d fd %d: TCP connection: repair mode "
 				       "(needs CAP_NET_ADMIN; saver --tcp-close gives the "
 				       "connection up instead)", (int)pid, fd);
@@ -168,13 +172,14 @@ int tcp_capture(pid_t pid, int fd, int s, struct buf *b, struct ibcr_err *e)
  * leaving it sends (nothing changed that the peer must hear of), and
  * with its SO_REUSEADDR back.
  */
-static void leave_repair(const struct repaired *r)
+int tcp_leave_repair(int fd, int reuse)
 {
 	int off = TCP_REPAIR_OFF_NO_WP, plain = TCP_REPAIR_OFF;
 
-	if (setsockopt(r->fd, IPPROTO_TCP, TCP_REPAIR, &off, sizeof(off)))
-		setsockopt(r->fd, IPPROTO_TCP, TCP_REPAIR, &plain, sizeof(plain));
-	setsockopt(r->fd, SOL_SOCKET, SO_REUSEADDR, &r->reuse, sizeof(r->reuse));
+	if (setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &off, sizeof(off)) &&
+	    setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &plain, sizeof(plain)))
+		return -1;
+	return setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse));
 }
 
 void tcp_release(int killed)
@@ -183,10 +188,12 @@ void tcp_release(int killed)
 		if (repaired[i].fd < 0)
 			continue;
 		if (!killed)
-			leave_repair(&repaired[i]);
+			tcp_leave_repair(repaired[i].fd, repaired[i].reuse);
 		close(repaired[i].fd);
 	}
 	free(repaired);
 	repaired = NULL;
+	if (nrepaired)
+		guard_tcp_released();
 	nrepaired = 0;
 }

@@ -146,7 +146,14 @@ int capture_regs(struct target *t, struct ibcr_err *e)
 			return -1;
 		ts->rec.syscall_nr = arch_syscall_nr(r);
 		ts->rec.syscall_ret = (int64_t)arch_ret(r);
-		if (!arch_rewind_syscall(r))
+		/*
+		 * -EINTR at the exit of a call that does not restart: ours,
+		 * unless a stop signal ended it (it would have returned EINTR
+		 * when continued: epoll_wait after SIGSTOP and SIGCONT does).
+		 * A signal with a handler leaves the pc in the handler, rax 0;
+		 * an ignored one wakes a traced thread only (sig_ignored()).
+		 */
+		if (!arch_rewind_syscall(r) && (t->stopped || !arch_rewind_eintr(r)))
 			ts->rec.syscall_nr = -1;
 		else if (pt_setregs(t->tids[i], r, e))
 			return -1;

@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "buf.h"
+#include "guard.h"
 #include "procfs.h"
 #include "saver.h"
 
@@ -130,6 +132,10 @@ int tree_seize(struct target **t, uint32_t *n, struct ibcr_err *e)
 				return -1;
 			continue;
 		}
+		if (x->pid == getpid() || x->pid == guard_pid())
+			return ibcr_fail(e, "pid %d: is this saver%s, a descendant of a process "
+					 "saved with --tree: run the saver from outside the tree",
+					 (int)x->pid, x->pid == getpid() ? "" : "'s guardian");
 		x->tree = 1;	/* its children are saved too */
 		if (target_seize(x, e) || add_children(t, n, i, e))
 			return -1;

@@ -2,7 +2,7 @@
 /*
  * ckpt-info: what is inside an image.
  *
- *   ckpt-info [--verify] IMAGE
+ *   ckpt-info [--verify] [--json] [--progress | --no-progress] IMAGE
  *
  * Prints the header, the SysV semaphore sets (with their values) and
  * message queues, each process with its threads (pc, sp, interrupted
@@ -13,22 +13,27 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "compress.h"
 #include "ibcr_verbs_abi.h"
 #include "filedata.h"
 #include "image_io.h"
+#include "info.h"
 #include "netlock.h"
+#include "progress.h"
 #include "sockopt.h"
+#include "version.h"
 
 /* Registers are arch-specific; these offsets work for either image. */
-static void pc_sp(uint32_t arch, const uint8_t *gp, uint32_t n,
-		  unsigned long long *pc, unsigned long long *sp)
+void info_pc_sp(uint32_t arch, const uint8_t *gp, uint32_t n,
+		unsigned long long *pc, unsigned long long *sp)
 {
 	const uint64_t *r = (const uint64_t *)gp;
 
@@ -42,7 +47,7 @@ static void pc_sp(uint32_t arch, const uint8_t *gp, uint32_t n,
 	}
 }
 
-static const char *kind_name(const struct ibcr_vma *v)
+const char *info_vma_kind(const struct ibcr_vma *v)
 {
 	switch (v->kind) {
 	case IBCR_VMA_ANON:
@@ -60,7 +65,7 @@ static const char *kind_name(const struct ibcr_vma *v)
 	return "?";
 }
 
-static const char *fd_kind(uint32_t k)
+const char *info_fd_kind(uint32_t k)
 {
 	switch (k) {
 	case IBCR_FD_REG: return "file";
@@ -98,13 +103,26 @@ static void print_threads(uint32_t arch, const struct ibcr_process_state *ps)
 		const struct ibcr_thread_state *t = &ps->threads[i];
 		unsigned long long pc, sp;
 
-		pc_sp(arch, t->gpregs, t->rec.gpregs_size, &pc, &sp);
+		info_pc_sp(arch, t->gpregs, t->rec.gpregs_size, &pc, &sp);
 		printf("    tid %-7d %-15s pc %#014llx sp %#014llx", t->rec.tid,
 		       t->rec.comm, pc, sp);
 		if (t->rec.syscall_nr >= 0)
 			printf("  in syscall %lld", (long long)t->rec.syscall_nr);
 		if (t->rec.nsiginfo)
 			printf("  %u pending", t->rec.nsiginfo);
+		printf("\n");
+	}
+	if (ps->nptimers)
+		printf("  POSIX timers: %u\n", ps->nptimers);
+	for (uint32_t i = 0; i < ps->nptimers; i++) {
+		const struct ibcr_ptimer *pt = &ps->ptimers[i];
+
+		printf("    timer %-5d clock %d notify %d signal %d value %#llx left %lld ns "
+		       "every %lld ns overrun %d", pt->id, pt->clock, pt->notify, pt->signo,
+		       (unsigned long long)pt->sigval, (long long)pt->value_ns,
+		       (long long)pt->interval_ns, pt->overrun);
+		if (pt->notify & IBCR_SIGEV_THREAD_ID)
+			printf(" tid %d", pt->tid);
 		printf("\n");
 	}
 }
@@ -175,7 +193,7 @@ static void print_vmas(const struct ibcr_process_state *ps)
 
 		/* +thp: it had transparent huge pages, and gets them again; */
 		/* +cow: some pages are its parent's, +cowsrc: children share some */
-		snprintf(kind, sizeof(kind), "%s%s%s%s", kind_name(v),
+		snprintf(kind, sizeof(kind), "%s%s%s%s", info_vma_kind(v),
 			 (v->flags & IBCR_VMAF_THP) ? "+thp" : "",
 			 (v->flags & IBCR_VMAF_COW) ? "+cow" : "",
 			 (v->flags & IBCR_VMAF_COWSRC) ? "+cowsrc" : "");
@@ -298,7 +316,7 @@ static void print_process(uint32_t arch, uint32_t idx, const struct ibcr_process
 	for (uint32_t i = 0; i < ps->nfds; i++) {
 		const struct ibcr_fobj *o = &files->objs[ps->fds[i].obj];
 
-		printf("    fd %-4d %-6s pos %-10llu obj %-3u %s", ps->fds[i].fd, fd_kind(o->kind),
+		printf("    fd %-4d %-6s pos %-10llu obj %-3u %s", ps->fds[i].fd, info_fd_kind(o->kind),
 		       (unsigned long long)o->pos, ps->fds[i].obj, files->paths[ps->fds[i].obj]);
 		if (o->kind == IBCR_FD_INET)
 			print_inet(o, files->data[ps->fds[i].obj]);
@@ -362,7 +380,7 @@ static void print_sysvipc(const struct ibcr_sysvipc *s)
 }
 
 /* The saved [vdso] and the backing files (image_port.c), CRCs checked. */
-static int print_portable(struct img_reader *r, int verify, struct ibcr_err *e)
+static int print_portable(struct img_reader *r, int verify, int show, struct ibcr_err *e)
 {
 	struct ibcr_backings b;
 	uint8_t *vdso;
@@ -375,10 +393,10 @@ static int print_portable(struct img_reader *r, int verify, struct ibcr_err *e)
 		ibcr_backings_free(&b);
 		return -1;
 	}
-	if (vdso)
+	if (vdso && show)
 		printf("vdso: %llu bytes saved (for a restore on another kernel)\n",
 		       (unsigned long long)len);
-	for (uint32_t i = 0; i < b.n; i++) {
+	for (uint32_t i = 0; i < b.n && show; i++) {
 		const struct ibcr_backing *f = &b.f[i];
 
 		printf("backing file %s: %llu bytes, inode %llu%s%s%s\n", b.paths[i],
@@ -392,6 +410,90 @@ static int print_portable(struct img_reader *r, int verify, struct ibcr_err *e)
 	return 0;
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ckpt-info [--verify] [--json] [--progress | --no-progress] IMAGE\n"
+		   "       ckpt-info --version | --help\n"
+		   "      --verify       also read all page data and check every region's checksum\n"
+		   "      --json         print the image as one JSON object (docs/json.md)\n"
+		   "      --progress     show the progress of --verify on stderr, even when it is\n"
+		   "                     not a terminal (default: only on a terminal)\n"
+		   "      --no-progress  never show it\n"
+		   "  -V, --version      print the version and exit\n"
+		   "  -h, --help         show this help\n");
+}
+
+struct info_opts {
+	int verify, json, progress;
+	const char *path;
+};
+
+static int parse(int argc, char **argv, struct info_opts *o)
+{
+	static const struct option opts[] = {
+		{ "verify", no_argument, NULL, 'v' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "progress", no_argument, NULL, 'P' },
+		{ "no-progress", no_argument, NULL, 'Q' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int c;
+
+	*o = (struct info_opts){ .progress = -1 };
+	while ((c = getopt_long(argc, argv, "Vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'v': o->verify = 1; break;
+		case 'j': o->json = 1; break;
+		case 'P': o->progress = 1; break;
+		case 'Q': o->progress = 0; break;
+		case 'V': ibcr_print_version(stdout, "ckpt-info"); return 0;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return 2;
+	}
+	o->path = argv[optind];
+	return -1;
+}
+
+/* Every process, printed (text or JSON), and with --verify all data read. */
+static int walk(struct img_reader *r, const struct info_opts *o, struct json_out *j,
+		const struct ibcr_files *files, struct ibcr_err *e)
+{
+	struct progress pg;
+	struct stat st;
+	int rc = 0;
+
+	progress_start(&pg, "ckpt-info", "verified", fstat(r->fd, &st) ? 0 : (uint64_t)st.st_size,
+		       progress_read_bytes, NULL, o->verify ? o->progress : 0);
+	for (uint32_t i = 0; i < r->hdr.nprocs && !rc; i++) {
+		struct ibcr_process_state ps;
+
+		if (imgr_load_process(r, i, &ps, e) || ibcr_check_fds(&ps, files, e)) {
+			rc = 1;
+			break;
+		}
+		if (o->json)
+			json_process(j, r->hdr.arch, i, &ps, files);
+		else
+			print_process(r->hdr.arch, i, &ps, files);
+		if (o->verify && imgr_verify_pages(r, &ps, e))
+			rc = 1;
+		ibcr_process_free(&ps);
+	}
+	for (uint32_t i = 0; i < files->nobjs && !rc && o->verify; i++)
+		if ((files->attrs[i].flags & IBCR_FATTR_DATA) &&
+		    filedata_walk(r->fd, files, i, skip_piece, NULL, e))
+			rc = 1;
+	progress_end(&pg);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct img_reader r;
@@ -401,60 +503,45 @@ int main(int argc, char **argv)
 	int locked = 0;
 	struct ibcr_sysvipc ipc = { 0 };
 	struct ibcr_err e = { "" };
-	int verify = 0, rc = 0;
-	const char *path = NULL;
+	struct json_out j = { stdout, 0 };
+	struct info_opts o;
+	int rc = parse(argc, argv, &o);
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--verify"))
-			verify = 1;
-		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: ckpt-info [--verify] IMAGE\n");
-			return 0;
-		} else if (!path)
-			path = argv[i];
-		else
-			path = NULL, i = argc;
-	}
-	if (!path) {
-		fprintf(stderr, "usage: ckpt-info [--verify] IMAGE\n");
-		return 2;
-	}
-	if (imgr_open(&r, path, &e)) {
+	if (rc >= 0)
+		return rc;
+	if (imgr_open(&r, o.path, &e)) {
 		fprintf(stderr, "ckpt-info: %s\n", e.msg);
+		if (o.json) {
+			memset(&r, 0, sizeof(r));
+			json_begin(&j, o.path, &r, NULL);
+			json_end(&j, 0, 0, e.msg);
+		}
 		return 1;
 	}
-	printf("image %s: format %u, %s, page size %u, %u process(es), %u sections%s\n",
-	       path, r.hdr.version, ibcr_arch_name(r.hdr.arch), r.hdr.page_size,
-	       r.hdr.nprocs, r.nsecs,
-	       (r.hdr.flags & IBCR_HDRF_SELF_CONTAINED) ? ", self-contained" : "");
-	if (imgr_load_files(&r, &files, &e) ||
-	    imgr_load_sockopts(&r, files.nobjs, &sockopts, &e) ||
-	    imgr_load_netlock(&r, &lock, &locked, &e) || imgr_load_sysvipc(&r, &ipc, &e) ||
-	    print_portable(&r, verify, &e))
-		rc = 1;
-	else
-		print_sysvipc(&ipc);
+	if (!o.json)
+		printf("image %s: format %u, %s, page size %u, %u process(es), %u sections%s\n",
+		       o.path, r.hdr.version, ibcr_arch_name(r.hdr.arch), r.hdr.page_size,
+		       r.hdr.nprocs, r.nsecs,
+		       (r.hdr.flags & IBCR_HDRF_SELF_CONTAINED) ? ", self-contained" : "");
+	rc = imgr_load_files(&r, &files, &e) ||
+	     imgr_load_sockopts(&r, files.nobjs, &sockopts, &e) ||
+	     imgr_load_netlock(&r, &lock, &locked, &e) || imgr_load_sysvipc(&r, &ipc, &e) ||
+	     print_portable(&r, o.verify, !o.json, &e);
 	files.sockopts = &sockopts;
-	if (!rc && locked)
+	if (o.json)
+		json_begin(&j, o.path, &r, rc ? NULL : &ipc);
+	else if (!rc)
+		print_sysvipc(&ipc);
+	if (!rc && locked && !o.json)
 		printf("network lock: nftables table inet %s, %u connection(s), %u listener(s)\n",
 		       lock.table, lock.nconns, lock.nlisteners);
-	for (uint32_t i = 0; i < r.hdr.nprocs && !rc; i++) {
-		struct ibcr_process_state ps;
-
-		if (imgr_load_process(&r, i, &ps, &e) || ibcr_check_fds(&ps, &files, &e) ||
-		    (print_process(r.hdr.arch, i, &ps, &files),
-		     verify && imgr_verify_pages(&r, &ps, &e)))
-			rc = 1;
-		if (!rc)
-			ibcr_process_free(&ps);
-	}
-	for (uint32_t i = 0; i < files.nobjs && !rc && verify; i++)
-		if ((files.attrs[i].flags & IBCR_FATTR_DATA) &&
-		    filedata_walk(r.fd, &files, i, skip_piece, NULL, &e))
-			rc = 1;
+	if (!rc)
+		rc = walk(&r, &o, &j, &files, &e);
 	if (rc)
 		fprintf(stderr, "ckpt-info: %s\n", e.msg);
-	else if (verify)
+	if (o.json)
+		json_end(&j, !rc, o.verify && !rc, e.msg);
+	else if (!rc && o.verify)
 		printf("verify: every section and region CRC is correct\n");
 	imgr_close(&r);
 	return rc;

@@ -2,7 +2,8 @@
 /*
  * ckpt-oci IMAGE -o DIR: an OCI image layout (image-spec 1.0) whose one
  * layer holds the static restart-loader and IMAGE (as /image.ckpt),
- * entrypoint ["/restart-loader", "/image.ckpt"]: a container that needs nothing else
+ * entrypoint ["/restart-loader", "--cgroup=here", "/image.ckpt"]: a container that
+ * needs nothing else
  * (with a self-contained IMAGE: saver --self-contained).
  *
  *   ckpt-oci [--loader PATH] [--tag TAG] IMAGE -o DIR
@@ -22,6 +23,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "version.h"
 #include "buf.h"
 #include "err.h"
 #include "sha256.h"
@@ -253,7 +255,9 @@ static void config_json(struct buf *b, const char *name, const char *diff)
 	snprintf(ep, sizeof(ep), "/%s", name);
 	json_raw(b, "{\"architecture\":");
 	json_str(b, oci_arch());
-	json_raw(b, ",\"os\":\"linux\",\"config\":{\"Entrypoint\":[\"/restart-loader\",");
+	/* the container's cgroup is its runtime's choice, not the saved path */
+	json_raw(b, ",\"os\":\"linux\",\"config\":{\"Entrypoint\":[\"/restart-loader\","
+		    "\"--cgroup=here\",");
 	json_str(b, ep);
 	json_raw(b, "],\"WorkingDir\":\"/\"},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:");
 	json_raw(b, diff);
@@ -349,10 +353,13 @@ static char *default_loader(void)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ckpt-oci [--loader PATH] [--tag TAG] IMAGE -o DIR\n"
+		   "       ckpt-oci --version | --help\n"
 		   "  -o, --output DIR  the OCI image layout to write (must not exist)\n"
 		   "      --loader PATH the static restart-loader to put in (default: the one\n"
 		   "                    beside ckpt-oci)\n"
-		   "      --tag TAG     its reference name in the layout (default: latest)\n");
+		   "      --tag TAG     its reference name in the layout (default: latest)\n"
+		   "  -V, --version     print the version and exit\n"
+		   "  -h, --help        show this help\n");
 }
 
 int main(int argc, char **argv)
@@ -361,6 +368,7 @@ int main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "loader", required_argument, NULL, 'L' },
 		{ "tag", required_argument, NULL, 'T' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -369,8 +377,11 @@ int main(int argc, char **argv)
 	char *loader = NULL;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		if (c == 'o')
+	while ((c = getopt_long(argc, argv, "o:Vh", opts, NULL)) != -1) {
+		if (c == 'V') {
+			ibcr_print_version(stdout, "ckpt-oci");
+			return 0;
+		} else if (c == 'o')
 			a.dir = optarg;
 		else if (c == 'L')
 			a.loader = optarg;

@@ -49,17 +49,17 @@ fi
 
 ARCH=$(uname -m)
 UAPI=build/uapi
-[ -d "$UAPI" ] || { echo "lint: $UAPI missing: run make first" >&2; exit 2; }
+[ -d "$UAPI" ] && [ -f build/gen/release.h ] || { echo "lint: $UAPI or build/gen missing: run make first" >&2; exit 2; }
 JOBS=$(nproc)
-BASE="$WARN -D_GNU_SOURCE -Ilib -Iarch -Iarch/$ARCH -Iloader/core -Iverbs -idirafter $UAPI"
+BASE="$WARN -D_GNU_SOURCE -Ilib -Iarch -Iarch/$ARCH -Iloader/core -Iverbs -Ibuild/gen -idirafter $UAPI"
 CORE="$BASE -ffreestanding -nostdinc -isystem $(gcc -print-file-name=include) \
 -include loader/core/hidden.h"
 fail=0
 
 # what is checked: the product's C, or the --only files
-cpp_set=(lib saver loader verbs arch/"$ARCH" tools/ckpt-info.c tools/ckpt-oci.c)
+cpp_set=(lib saver loader verbs arch/"$ARCH" tools/ckpt-info.c tools/info_json.c tools/ckpt-oci.c)
 tidy_set=(lib/*.c saver/*.c loader/*.c loader/core/*.c verbs/*.c arch/"$ARCH"/*.c
-	tools/ckpt-info.c tools/ckpt-oci.c)
+	tools/ckpt-info.c tools/info_json.c tools/ckpt-oci.c)
 if [ ${#only[@]} -gt 0 ]; then
 	cpp_set=("${only[@]}")
 	tidy_set=("${only[@]}")
@@ -70,7 +70,7 @@ fi
 echo "lint: cppcheck"
 if ! cppcheck -q --error-exitcode=1 --inline-suppr --enable=warning,portability,performance \
 	--suppress=missingIncludeSystem --suppress=ctuuninitvar -D__${ARCH}__ \
-	-Ilib -Iarch -Iarch/"$ARCH" -Iloader/core -Iverbs \
+	-Ilib -Iarch -Iarch/"$ARCH" -Iloader/core -Iverbs -Ibuild/gen -Itools \
 	"${cpp_set[@]}"; then
 	fail=1
 fi

@@ -56,6 +56,17 @@ static inline int arch_rewind_syscall(struct arch_gpregs *r)
 	return 0;
 }
 
+/*
+ * An EINTR the saver's interrupt caused (x86_64's arch_rewind_eintr) is
+ * not rewound here: x0, the first argument, holds the result by then and
+ * the regset does not keep orig_x0.
+ */
+static inline int arch_rewind_eintr(struct arch_gpregs *r)
+{
+	(void)r;
+	return 0;
+}
+
 /* Sets up a syscall to run at `insn` (an svc #0 instruction). */
 static inline void arch_setup_syscall(struct arch_gpregs *r, uint64_t insn,
 				      long nr, const uint64_t a[6])
@@ -73,6 +84,21 @@ static inline long arch_find_syscall_insn(const uint8_t *code, unsigned long n)
 		if (code[i] == 0x01 && code[i + 1] == 0x00 && code[i + 2] == 0x00 &&
 		    code[i + 3] == 0xd4)
 			return (long)i;
+	return -1;
+}
+
+/*
+ * Parking (saver/park.c) is not done here yet: plain injection. (The
+ * vdso's __kernel_rt_sigreturn is the gadget; the call is swapped in at
+ * its entry stop through NT_ARM_SYSTEM_CALL.)
+ */
+#define ARCH_HAS_PARK 0
+
+static inline long arch_find_sigreturn(const uint8_t *code, unsigned long n, unsigned *len)
+{
+	(void)code;
+	(void)n;
+	*len = 0;
 	return -1;
 }
 

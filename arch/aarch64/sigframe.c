@@ -61,6 +61,9 @@ void *arch_build_frame(void *area, const struct arch_thread_regs *t)
 	f->uc.ss_sp = t->altstack_sp;
 	f->uc.ss_flags = (int32_t)(t->altstack_flags & ~1u);	/* not SS_ONSTACK */
 	f->uc.ss_size = t->altstack_size;
+	/* a mode sigaltstack refuses (EINVAL), which rt_sigreturn ignores */
+	if (t->keep_altstack)
+		f->uc.ss_flags = 3;
 	f->uc.sigmask = t->sigmask;
 	memcpy(f->uc.mc.regs, r->regs, sizeof(r->regs));
 	f->uc.mc.sp = r->sp;
@@ -75,4 +78,10 @@ void *arch_build_frame(void *area, const struct arch_thread_regs *t)
 	/* the fpsimd record, then an empty header ends the list */
 	memcpy(f->uc.mc.reserved, &fp, sizeof(fp));
 	return f;
+}
+
+void *arch_build_frame_at(void *area, uint64_t at, const struct arch_thread_regs *t)
+{
+	(void)at;	/* no pointer in the frame */
+	return arch_build_frame(area, t);
 }

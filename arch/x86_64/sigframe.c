@@ -142,6 +142,9 @@ void *arch_build_frame(void *area, const struct arch_thread_regs *t)
 	f->uc.ss_sp = t->altstack_sp;
 	f->uc.ss_flags = (int32_t)(t->altstack_flags & ~1u);	/* not SS_ONSTACK */
 	f->uc.ss_size = t->altstack_size;
+	/* a mode sigaltstack refuses (EINVAL), which rt_sigreturn ignores */
+	if (t->keep_altstack)
+		f->uc.ss_flags = 3;
 	copy_gpregs(&f->uc.mc, (const struct arch_gpregs *)t->gpregs);
 	f->uc.sigmask = t->sigmask;
 	if (t->fpregs_size) {
@@ -150,5 +153,14 @@ void *arch_build_frame(void *area, const struct arch_thread_regs *t)
 			f->uc.uc_flags |= UC_FP_XSTATE;
 		f->uc.mc.fpstate = fp;
 	}
+	return f;
+}
+
+void *arch_build_frame_at(void *area, uint64_t at, const struct arch_thread_regs *t)
+{
+	struct k_rt_sigframe *f = arch_build_frame(area, t);
+
+	if (f->uc.mc.fpstate)	/* the one pointer in the frame */
+		f->uc.mc.fpstate = f->uc.mc.fpstate - (uintptr_t)area + at;
 	return f;
 }

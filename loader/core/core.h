@@ -47,6 +47,10 @@ void core_thread_attrs_late(struct plan *p, const struct plan_thread *t);
 void core_slack_for_clone(const struct plan *p, uint32_t i);
 void core_late_limits(struct plan *p);
 
+/* timers.c: POSIX timers made (main thread, all threads cloned), then armed */
+void core_timers_create(struct plan *p);
+void core_timers_arm(struct plan *p, uint32_t idx);
+
 /* arch/<arch>/core_arch.c */
 long arch_set_tls(const uint64_t tls[2]);
 

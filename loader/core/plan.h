@@ -98,6 +98,13 @@ struct plan_thread {
 	struct ibcr_tattrs attrs;
 };
 
+/* A POSIX timer the core makes again (core/timers.c). */
+struct plan_timer {
+	struct ibcr_ptimer t;	/* as saved; t.tid is the saved TID */
+	uint32_t thread;	/* SIGEV_THREAD_ID: index of the thread it signals */
+	uint32_t pad;
+};
+
 /* prctl(PR_SET_MM, PR_SET_MM_MAP) argument, as in <linux/prctl.h>. */
 struct plan_mm_map {
 	uint64_t start_code, end_code, start_data, end_data;
@@ -112,6 +119,9 @@ struct plan_mm_map {
 #define PLAN_TRACE 0x4		/* report each step ('D' lines) */
 #define PLAN_FILL_BY_LOADER 0x8	/* compressed image: the loader fills regions */
 #define PLAN_NO_UFFD 0x10	/* IBCR_NO_UFFD=1: fill without userfaultfd */
+#define PLAN_TIMER_FILL 0x100	/* make timer ids in order, without */
+				/* PR_TIMER_CREATE_RESTORE_IDS (or IBCR_TIMER_FILL=1) */
+#define PLAN_TIMER_FILL_MAX 10000	/* then: timer ids below this only */
 #define PLAN_SECCOMP 0x20	/* threads under seccomp: the loader traces them */
 				/* with PTRACE_O_SUSPEND_SECCOMP to the end */
 #define PLAN_LAZY 0x40		/* regions with `lazy` go to the loader (core/lazy.c) */
@@ -155,7 +165,9 @@ struct plan {
 	uint32_t nthreads;
 	struct plan_thread *threads;
 	uint32_t nsiginfo_shared;
+	uint32_t ntimers;	/* POSIX timers, ascending ids */
 	const uint8_t *siginfo_shared;
+	const struct plan_timer *timers;
 	const char *image_path;	/* for messages */
 	uint8_t *bounce;	/* for regions filled through /proc/self/mem */
 	uint64_t bounce_len;
@@ -163,6 +175,7 @@ struct plan {
 	int32_t ready;
 	int32_t go;
 	int32_t exact_tids_failed;
+	int32_t timers_made;	/* the main thread has made the timers */
 };
 
 #endif

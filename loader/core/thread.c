@@ -27,7 +27,8 @@ static void setup_self(struct plan *p, struct plan_thread *t)
 {
 	long rc;
 
-	t->new_tid = (int32_t)sys_gettid();
+	/* the main thread stored it too, for the timers (timers.c) */
+	__atomic_store_n(&t->new_tid, (int32_t)sys_gettid(), __ATOMIC_RELAXED);
 	core_thread_attrs(p, t);
 	SYS(__NR_set_tid_address, t->ctid, 0, 0, 0, 0, 0);
 	if (t->ctid && t->ctid_mode == IBCR_CTID_CACHE)
@@ -130,6 +131,8 @@ static __attribute__((noreturn)) void finish(struct plan *p, long idx)
 	struct plan_thread *t = &p->threads[idx];
 
 	setup_self(p, t);
+	if (idx)
+		core_timers_arm(p, (uint32_t)idx);
 	queue_own(p, t);
 	__atomic_add_fetch(&p->ready, 1, __ATOMIC_ACQ_REL);
 	sys_futex(&p->ready, FUTEX_WAKE, 1);
@@ -180,6 +183,8 @@ void core_start_threads(struct plan *p)
 		}
 		if (rc < 0)
 			core_die(p, "creating thread %d: error %ld", p->threads[i].tid, -rc);
+		__atomic_store_n(&p->threads[i].new_tid, (int32_t)rc, __ATOMIC_RELAXED);
 	}
+	core_timers_create(p);
 	finish(p, 0);
 }

@@ -2,7 +2,8 @@
 # cgroup v2 membership: a process in a cgroup of its own comes back into
 # that cgroup (by its path) after --kill and restart. When the cgroup is
 # gone the restore is refused, naming the path, before anything is made;
-# made again, the same image restores. A process whose threads are in
+# made again, the same image restores; with --cgroup=here it restores
+# even while the cgroup is gone, in the loader's own. A process whose threads are in
 # different (threaded) cgroups is refused by saver, naming the thread,
 # and runs on.
 . "$(dirname "$0")/lib.sh"
@@ -36,7 +37,7 @@ grep -q "cgroup $REL " "$T/info.out" || fail "the image does not name the cgroup
 # gone: refused, nothing made
 rmdir "$CG"
 before=$(last_tick "$T/prog.out")
-restart_refused "$T/img.ckpt" "pid $pid: its cgroup $REL does not exist here ($CG)"
+restart_refused "$T/img.ckpt" "pid $pid: its cgroup $REL does not exist here ($CG; restart-loader --cgroup=here leaves it in the loader's own cgroup)"
 [ "$(last_tick "$T/prog.out")" = "$before" ] || fail "the refused restore ran the program"
 
 mkdir "$CG"
@@ -47,6 +48,19 @@ grep -qx "0::$REL" "/proc/$RPID/cgroup" || fail "restored in $(grep '^0::' "/pro
 wait "$LPID" || fail "restored program exited with status $?"
 grep -q FAIL "$T/prog.out" && fail "$(grep FAIL "$T/prog.out")"
 assert_ticks_continuous "$T/prog.out"
+
+# --cgroup=here, the saved cgroup gone again: restored all the same, in
+# the loader's own cgroup (the test's), not moved anywhere
+rmdir "$CG"
+own=$(sed -n 's/^0:://p' /proc/$$/cgroup)
+LOADER_ARGS=--cgroup=here restart "$T/img.ckpt"
+expect_pid "$pid" "$RPID"
+wait_line "$T/prog.out" "^tick $((before + 2)) "
+grep -qx "0::$own" "/proc/$RPID/cgroup" ||
+	fail "--cgroup=here: restored in $(grep '^0::' "/proc/$RPID/cgroup"), not the loader's $own"
+kill_tree "$LPID"
+wait "$LPID" 2>/dev/null || true
+mkdir "$CG"
 
 # a thread in a threaded cgroup of its own: refused, and it runs on
 start "$T/threads.out" "$PROGS/threads" 60 100

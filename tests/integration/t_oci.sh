@@ -7,9 +7,13 @@
 # with its original PID inside the container's PID namespace, and its
 # output reaches the container's stdout. Run again detached, `runc kill
 # ID TERM` stops it (the loader, the container's init, passes the signal
-# on) and `runc delete` removes it. The bundle's runtime config gets
-# CAP_CHECKPOINT_RESTORE (to give the original PID back) and no rlimits
-# of its own (the process's come back), terminal off (stdout is a pipe).
+# on) and `runc delete` removes it. The bundle's runtime config gets the
+# program's own capabilities (root's here, CAP_CHECKPOINT_RESTORE among
+# them, which gives the original PID back) and no no_new_privs: a restore
+# may not widen them, and one in a narrower container is refused. No
+# rlimits of its own (the process's come back), terminal off (stdout is
+# a pipe). The loader keeps the container's cgroup (--cgroup=here, in
+# ckpt-oci's entrypoint).
 . "$(dirname "$0")/lib.sh"
 is_root || fail "runc needs root here"
 for t in umoci runc python3; do
@@ -31,6 +35,7 @@ EOS
 STARTED+=($!)
 wait_line "$T/prog.out" '^tick 5 '
 pid=$(sed -n 's/^tick 5 pid \([0-9]*\)$/\1/p' "$T/prog.out")
+grep '^Cap' "/proc/$pid/status" >"$T/caps"
 checkpoint "$pid" "$T/app.ckpt" --self-contained --compress --kill
 before=$(last_tick "$T/prog.out")
 "$B/ckpt-oci" "$T/app.ckpt" -o "$T/layout" || fail "ckpt-oci failed"
@@ -41,14 +46,28 @@ bundle() {
 		fail "umoci unpack: $(cat "$T/umoci.out")"
 	[ "$(cd "$T/$1/rootfs" && find . -mindepth 1 | sort | tr '\n' ' ')" = "./image.ckpt ./restart-loader " ] ||
 		fail "the container's root holds more: $(cd "$T/$1/rootfs" && find . | head)"
-	python3 - "$T/$1/config.json" <<'EOS'
+	grep -q '"--cgroup=here"' "$T/$1/config.json" ||
+		fail "the entrypoint does not keep the container's cgroup: $(cat "$T/$1/config.json")"
+	python3 - "$T/$1/config.json" "$T/caps" <<'EOS'
 import json, sys
+NAMES = ("CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP "
+         "LINUX_IMMUTABLE NET_BIND_SERVICE NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER "
+         "SYS_MODULE SYS_RAWIO SYS_CHROOT SYS_PTRACE SYS_PACCT SYS_ADMIN SYS_BOOT SYS_NICE "
+         "SYS_RESOURCE SYS_TIME SYS_TTY_CONFIG MKNOD LEASE AUDIT_WRITE AUDIT_CONTROL SETFCAP "
+         "MAC_OVERRIDE MAC_ADMIN SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ PERFMON BPF "
+         "CHECKPOINT_RESTORE").split()
+caps = dict(l.split(":") for l in open(sys.argv[2]))
+def names(key):
+    v = int(caps[key], 16)
+    return ["CAP_" + n for i, n in enumerate(NAMES) if v >> i & 1]
 c = json.load(open(sys.argv[1]))
 p = c["process"]
 p["terminal"] = False
+p["noNewPrivileges"] = False
 p.pop("rlimits", None)
-for k in p["capabilities"]:
-    p["capabilities"][k].append("CAP_CHECKPOINT_RESTORE")
+p["capabilities"] = {"bounding": names("CapBnd"), "effective": names("CapEff"),
+                     "permitted": names("CapPrm"), "inheritable": names("CapInh"),
+                     "ambient": names("CapAmb")}
 json.dump(c, open(sys.argv[1], "w"))
 EOS
 }

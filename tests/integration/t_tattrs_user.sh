@@ -33,7 +33,7 @@ for cycle in 1 2; do
 	grep -q FAIL "$T/prog.out" && fail "cycle $cycle: $(grep FAIL "$T/prog.out")"
 	rpid=$RPID
 done
-grep -q "restoring with a new pid" "$T/loader.out" || fail "the loader did not say the pid changed"
+grep -q "restored as pid " "$T/loader.out" || fail "the loader did not say the pid changed"
 kill "$RPID"
 wait "$LPID" 2>/dev/null || true
 grep -q FAIL "$T/prog.out" && fail "$(grep FAIL "$T/prog.out")"

@@ -11,8 +11,9 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/ibcr-lint-selftest.XXXXXX") || exit 2
 trap 'rm -rf "$T"' EXIT
 mkdir -p "$T/tools" "$T/build"
 cp -r lib saver loader verbs arch .clang-tidy "$T/"
-cp tools/lint.sh tools/ckpt-info.c "$T/tools/"
+cp tools/lint.sh tools/ckpt-info.c tools/info_json.c tools/info.h "$T/tools/"
 ln -s "$PWD/build/uapi" "$T/build/uapi"
+ln -s "$PWD/build/gen" "$T/build/gen"
 cat >>"$T/lib/fdio.c" <<'C'
 
 int lint_selftest_planted(int n);
