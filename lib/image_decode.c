@@ -669,7 +669,7 @@ static int walk_bytes(struct img_reader *r, struct crc_walk *w, const uint8_t *p
 						 "data is corrupt (checksum mismatch)", r->path,
 						 (unsigned long long)v->start,
 						 (unsigned long long)v->end,
-						 w->ps->vma_names[w->region]);
+						 ibcr_vma_label(w->ps, w->region));
 			w->crc = 0;
 			w->region++;
 		}

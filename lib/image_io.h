@@ -139,6 +139,8 @@ int imgr_verify_pages(struct img_reader *r, const struct ibcr_process_state *ps,
 		      struct ibcr_err *e);
 
 const char *ibcr_sec_type_name(uint32_t type);
+/* A region's name for messages: its path, or what kind of memory it is. */
+const char *ibcr_vma_label(const struct ibcr_process_state *ps, uint32_t vma);
 const char *ibcr_arch_name(uint32_t arch);
 /* The architecture this program was built for. */
 uint32_t ibcr_host_arch(void);

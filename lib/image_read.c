@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -47,6 +48,19 @@ const char *ibcr_sec_type_name(uint32_t type)
 	case IBCR_SEC_END: return "END";
 	}
 	return "unknown";
+}
+
+const char *ibcr_vma_label(const struct ibcr_process_state *ps, uint32_t vma)
+{
+	const struct ibcr_vma *v = &ps->vmas[vma];
+
+	if (ps->vma_names && ps->vma_names[vma] && ps->vma_names[vma][0])
+		return ps->vma_names[vma];
+	if (v->flags & IBCR_VMAF_STACK)
+		return "stack";
+	if (v->flags & IBCR_VMAF_HEAP)
+		return "heap";
+	return v->kind == IBCR_VMA_SHMEM ? "shared memory" : "anonymous memory";
 }
 
 const char *ibcr_arch_name(uint32_t arch)
@@ -271,9 +285,13 @@ int imgr_payload(struct img_reader *r, uint32_t idx, uint8_t **out,
 	}
 	if (crc32c(0, p, s->h.size) != s->h.data_crc) {
 		free(p);
-		return ibcr_fail(e, "image %s: %s section %u (process %u) is corrupt "
+		char whose[32] = "image-wide";
+
+		if (s->h.proc != IBCR_PROC_NONE)
+			snprintf(whose, sizeof(whose), "process %u", s->h.proc);
+		return ibcr_fail(e, "image %s: %s section %u (%s) is corrupt "
 				 "(CRC mismatch)", r->path, ibcr_sec_type_name(s->h.type),
-				 idx, s->h.proc);
+				 idx, whose);
 	}
 	p[s->h.size] = 0;
 	*out = p;

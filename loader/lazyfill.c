@@ -120,7 +120,7 @@ static int corrupt(struct lazy *lz, const struct ibcr_vma *v, uint32_t region, u
 	fprintf(stderr, "restart-loader: pid %d: image %s: region %#llx-%#llx (%s): page data "
 		"at %llu is corrupt (checksum mismatch), found after the resume: the restored "
 		"process was killed\n", lz->pid, lz->path, (unsigned long long)v->start,
-		(unsigned long long)v->end, lz->ps->vma_names[region], (unsigned long long)at);
+		(unsigned long long)v->end, ibcr_vma_label(lz->ps, region), (unsigned long long)at);
 	return CP_GONE;
 }
 

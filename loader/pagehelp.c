@@ -127,7 +127,7 @@ int pages_help(struct pages *pg, uint32_t idx, uint64_t from, uint32_t *sum,
 		return ibcr_fail_errno(e, errno, "image %s: region %#llx-%#llx (%s): "
 				       "reading it or writing it into the restored process",
 				       pg->path, (unsigned long long)v->start,
-				       (unsigned long long)v->end, ps->vma_names[idx]);
+				       (unsigned long long)v->end, ibcr_vma_label(ps, idx));
 	return 0;
 }
 
@@ -278,6 +278,6 @@ int pages_help_uffd(struct pages *pg, uint32_t idx, uint64_t from, int fd, uint3
 		return ibcr_fail_errno(e, errno, "image %s: region %#llx-%#llx (%s): copying "
 				       "its data into the restored process", pg->path,
 				       (unsigned long long)v->start, (unsigned long long)v->end,
-				       ps->vma_names[idx]);
+				       ibcr_vma_label(ps, idx));
 	return 0;
 }

@@ -271,12 +271,12 @@ static int stream_fill(struct pages *pg, uint32_t idx, struct ibcr_err *e)
 		return ibcr_fail_errno(e, err, "image %s: region %#llx-%#llx (%s): reading it "
 				       "or putting it into the restored process", pg->path,
 				       (unsigned long long)v->start, (unsigned long long)v->end,
-				       ps->vma_names[idx]);
+				       ibcr_vma_label(ps, idx));
 	if (crc != v->data_crc)
 		return ibcr_fail(e, "image %s: region %#llx-%#llx (%s): page data is corrupt "
 				 "(checksum mismatch); nothing was resumed", pg->path,
 				 (unsigned long long)v->start, (unsigned long long)v->end,
-				 ps->vma_names[idx]);
+				 ibcr_vma_label(ps, idx));
 	return 0;
 }
 
@@ -325,12 +325,12 @@ static int fill_region(struct pages *pg, uint32_t idx, struct ibcr_err *e)
 			return ibcr_fail_errno(e, s->bad, "image %s: reading page block %llu "
 					       "(for region %#llx-%#llx, %s)", pg->path,
 					       (unsigned long long)k, (unsigned long long)v->start,
-					       (unsigned long long)v->end, ps->vma_names[idx]);
+					       (unsigned long long)v->end, ibcr_vma_label(ps, idx));
 		if (s->bad)
 			return ibcr_fail(e, "image %s: page block %llu (for region "
 					 "%#llx-%#llx, %s) is corrupt", pg->path,
 					 (unsigned long long)k, (unsigned long long)v->start,
-					 (unsigned long long)v->end, ps->vma_names[idx]);
+					 (unsigned long long)v->end, ibcr_vma_label(ps, idx));
 		b = &ps->blocks[k];
 		from = at - b->raw_off;
 		len = (b->raw_len - from < end - at) ? b->raw_len - from : end - at;
@@ -340,14 +340,14 @@ static int fill_region(struct pages *pg, uint32_t idx, struct ibcr_err *e)
 			return ibcr_fail_errno(e, errno, "writing region %#llx-%#llx (%s) into "
 					       "the restored process",
 					       (unsigned long long)v->start,
-					       (unsigned long long)v->end, ps->vma_names[idx]);
+					       (unsigned long long)v->end, ibcr_vma_label(ps, idx));
 		at += len;
 	}
 	if (crc != v->data_crc)
 		return ibcr_fail(e, "image %s: region %#llx-%#llx (%s): page data is corrupt "
 				 "(checksum mismatch); nothing was resumed", pg->path,
 				 (unsigned long long)v->start, (unsigned long long)v->end,
-				 ps->vma_names[idx]);
+				 ibcr_vma_label(ps, idx));
 	return 0;
 }
 

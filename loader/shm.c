@@ -280,7 +280,7 @@ static int fill_raw(int img_fd, const struct ibcr_process_state *ps, uint32_t i,
 		return ibcr_fail(e, "image %s: region %#llx-%#llx (%s): page data "
 				 "is corrupt (checksum mismatch)", path,
 				 (unsigned long long)v->start, (unsigned long long)v->end,
-				 ps->vma_names[i]);
+				 ibcr_vma_label(ps, i));
 	return 0;
 }
 

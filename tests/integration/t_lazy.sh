@@ -64,6 +64,7 @@ IBCR_LAZY_SLOW_MS=10 timeout 120 "$LOADER" --lazy --stats -v "$T/flip.ckpt" \
 	</dev/null >>"$T/prog.out" 2>>"$T/loader.err" && fail "damaged page: the loader exited 0"
 grep -q "region $region.*corrupt (checksum mismatch), found after the resume: the restored process was killed" \
 	"$T/loader.err" || fail "damaged page: no such message: $(cat "$T/loader.err")"
+grep -q "region $region ()" "$T/loader.err" && fail "damaged page: the region has no name: $(cat "$T/loader.err")"
 RPID=$(sed -n 's/^restart-loader: pid \([0-9]*\): image .*corrupt.*/\1/p' "$T/loader.err")
 [ -n "$RPID" ] && kill -0 "$RPID" 2>/dev/null && fail "damaged page: the restored process $RPID runs on"
 

@@ -106,6 +106,9 @@ chmod 755 "$T"
 mkdir "$T/nobody" && chmod 777 "$T/nobody"
 mkfifo "$T/nobody/fifo"
 mkdir "$T/rootonly" && chmod 755 "$T/rootonly"
+# its output file nobody's own: a saver run by nobody refuses files it
+# could not open again at a restore (saver/reopen.c)
+: >"$T/nobody/prog.out" && chown 65534:65534 "$T/nobody/prog.out"
 start "$T/nobody/prog.out" "$PROGS/runas" 65534 65534 "$PROGS/counter" 100000 20
 npid=$PID
 wait_line "$T/nobody/prog.out" '^tick 3 '
