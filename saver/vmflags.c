@@ -97,11 +97,20 @@ int vmflags_layout(struct target *t, struct maps_entry **m, size_t *n,
 	return ok;
 }
 
+/*
+ * The snapshot's region for v: the same bounds, or one that holds it
+ * whole with the same protection (the fork's child may hold as one
+ * region what the process kept as two neighbours).
+ */
 static const struct maps_entry *find(const struct maps_entry *m, size_t n,
 				     const struct ibcr_vma *v)
 {
 	for (size_t i = 0; i < n; i++)
 		if (m[i].start == v->start && m[i].end == v->end)
+			return &m[i];
+	for (size_t i = 0; i < n; i++)
+		if (m[i].start <= v->start && m[i].end >= v->end && !m[i].shared &&
+		    !(v->flags & IBCR_VMAF_SHARED))
 			return &m[i];
 	return NULL;
 }
@@ -132,10 +141,10 @@ int vmflags_verify(struct target *t, struct ibcr_err *e)
 		if (!r || (t->mem_pid && (r->vmflags & VMF_WIPEONFORK) &&
 			   !(v->madv & IBCR_MADV_WIPEONFORK))) {
 			rc = ibcr_fail(e, "pid %d: region %#llx-%#llx was madvised "
-				       "(DONTFORK or WIPEONFORK) while being checkpointed: "
-				       "nothing saved, try again", (int)t->pid,
-				       (unsigned long long)v->start,
-				       (unsigned long long)v->end);
+				       "(%s) while being checkpointed: nothing saved, try "
+				       "again", (int)t->pid, (unsigned long long)v->start,
+				       (unsigned long long)v->end,
+				       r ? "WIPEONFORK" : "DONTFORK: not in the snapshot");
 			break;
 		}
 		vmf = r->vmflags;

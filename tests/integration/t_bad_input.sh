@@ -119,6 +119,7 @@ for sec in $(awk '$2 != "PAGES" && $2 != "END" { print $2 }' "$T/sections" | sor
 	cp "$T/good.ckpt" "$T/flip-$sec.ckpt"
 	"${IMGTOOL[@]}" flip "$T/flip-$sec.ckpt" $sec
 	restore_fails "flip-$sec" "$T/flip-$sec.ckpt" "$victim" "flip-$sec.ckpt" "\b$sec section\b" "corrupt|crc"
+	rm -f "$T/flip-$sec.ckpt"	# the arm64 guest's /tmp is small
 done
 
 # at 20%, 50% and 90% of the largest region: the restart-loader fills the
@@ -135,6 +136,7 @@ for pct in 20 50 90 20nouffd 90nouffd; do
 	unset IBCR_NO_UFFD
 	"$INFO" --verify "$T/flip-pages$pct.ckpt" >/dev/null 2>&1 &&
 		problem "ckpt-info --verify accepts damaged page data ($pct%)"
+	rm -f "$T/flip-pages$pct.ckpt"
 done
 
 cp "$T/good.ckpt" "$T/short.ckpt"
