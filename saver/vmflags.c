@@ -99,7 +99,7 @@ int vmflags_layout(struct target *t, struct maps_entry **m, size_t *n,
 
 /*
  * The snapshot's region for v: the same bounds, or one that holds it
- * whole with the same protection (the fork's child may hold as one
+ * whole, private, with the same protection (the fork's child may hold as one
  * region what the process kept as two neighbours).
  */
 static const struct maps_entry *find(const struct maps_entry *m, size_t n,
@@ -109,8 +109,8 @@ static const struct maps_entry *find(const struct maps_entry *m, size_t n,
 		if (m[i].start == v->start && m[i].end == v->end)
 			return &m[i];
 	for (size_t i = 0; i < n; i++)
-		if (m[i].start <= v->start && m[i].end >= v->end && !m[i].shared &&
-		    !(v->flags & IBCR_VMAF_SHARED))
+		if (m[i].start <= v->start && m[i].end >= v->end && m[i].prot == v->prot &&
+		    !m[i].shared && !(v->flags & IBCR_VMAF_SHARED))
 			return &m[i];
 	return NULL;
 }
