@@ -108,6 +108,8 @@ static const struct maps_entry *find(const struct maps_entry *m, size_t n,
 	for (size_t i = 0; i < n; i++)
 		if (m[i].start == v->start && m[i].end == v->end)
 			return &m[i];
+	if (v->madv & IBCR_MADV_DONTFORK)
+		return NULL;	/* not in the snapshot: nothing holds it */
 	for (size_t i = 0; i < n; i++)
 		if (m[i].start <= v->start && m[i].end >= v->end && m[i].prot == v->prot &&
 		    !m[i].shared && !(v->flags & IBCR_VMAF_SHARED))
