@@ -8,7 +8,12 @@ $(B)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Wextra -pthread -o $@ $<
 
-bench-progs: $(BENCH_PROGS)
+# the MPI benchmark of the verbs part, with Open MPI's wrapper
+$(B)/bench/mpipp: bench/mpipp.c
+	@mkdir -p $(dir $@)
+	mpicc -O2 -g -Wall -Wextra -o $@ $<
+
+bench-progs: $(BENCH_PROGS) $(B)/bench/mpipp $(B)/tests/progs/mpiring
 
 bench: all bench-progs
 	bench/run.sh

@@ -294,12 +294,14 @@ def verbs_summary(rows):
     return out, ratios
 
 
-def verbs_verified(rows):
-    return [r["value"] for r in rows if r["part"] == "rc_pp" and r["metric"] == "verified"]
+def verbs_verified(rows, part="rc_pp"):
+    return [r["value"] for r in rows if r["part"] == part and r["metric"] == "verified"]
 
 
 PERF_ROWS = [("ib_send_lat", "send_lat", "t_typical_us", "t_typical", "µs", 2, "lat"),
-             ("ib_write_bw", "write_bw", "bw_avg_mb_s", "BW average", "MB/s", 2, "bw")]
+             ("ib_write_bw", "write_bw", "bw_avg_mb_s", "BW average", "MB/s", 2, "bw"),
+             ("mpipp (MPI, UCX verbs)", "mpi_lat", "lat_us", "8 B latency", "µs", 2, "lat"),
+             ("mpipp (MPI, UCX verbs)", "mpi_bw", "bw_mb_s", "1 MiB bandwidth", "MB/s", 1, "bw")]
 
 
 def verbs_perf_rows(vs, ratios):
@@ -326,7 +328,7 @@ def verbs_perf_rows(vs, ratios):
 def verbs_targets(vs, ratios):
     res = []
     for tool, what, unit, n, p, sh, ratio, rtext, ok, target in verbs_perf_rows(vs, ratios):
-        if tool == "ib_send_lat":
+        if unit == "µs":
             res.append((ok, f"{tool} under the shim: {what} {sh} {unit} vs {p} {unit} plain, x{fmt(ratio, 3)} "
                             f"(target: at most x{VERBS_LAT_TARGET:.2f}; median of {n} rounds; "
                             f"per round x{rtext})"))
@@ -341,7 +343,7 @@ RC_STEPS = [("live", "checkpoint, the pair runs on"), ("kill", "checkpoint --kil
             ("restart", "restart-loader of the --kill image")]
 
 
-def verbs_md(vs, ratios, verified):
+def verbs_md(vs, ratios, verified, verified_mpi=None):
     perf = verbs_perf_rows(vs, ratios)
     out = []
     if perf:
@@ -375,6 +377,18 @@ def verbs_md(vs, ratios, verified):
         if ("rc_pp", "live", "iter_ms") in vs:
             out += ["", f"The pair's pace without a checkpoint: an iteration every "
                         f"{g('live', 'iter_ms', 1)} ms (the app stall includes one)."]
+    if any(key[0] == "mpi_job" for key in vs):
+        g = lambda k, m, nd=0: fmt(vs[("mpi_job", k, m)]["med"], nd) if ("mpi_job", k, m) in vs else "-"
+        img = vs.get(("mpi_job", "kill", "image_bytes"))
+        n = max(v["n"] for key, v in vs.items() if key[0] == "mpi_job")
+        ok = verified_mpi or []
+        out += ["", "| MPI job (4 ranks, ibcr-launch mpirun, UCX verbs) | n | freeze ms | ckpt ms | "
+                "saver wall ms | image MiB | restore ms | verified |",
+                "|---|---:|---:|---:|---:|---:|---:|---|",
+                f"| saver --tree --kill, restart-loader | {n} | {g('kill', 'freeze_ms', 1)} | "
+                f"{g('kill', 'ckpt_ms')} | {g('kill', 'ckpt_wall_ms')} | "
+                f"{fmt(img['med'] / 1048576 if img else None, 1)} | {g('restart', 'restore_ms')} | "
+                f"{('yes, ' + ok[0] + ' steps, the right answer') if ok else 'NO'} |"]
     return "\n".join(out)
 
 
@@ -517,7 +531,7 @@ def main():
         verified = verbs_verified(vrows)
         write_verbs_csv(vs, ratios, os.path.join(a.out, "latest-verbs.csv"))
         vtg = verbs_targets(vs, ratios)
-        vmd = verbs_md(vs, ratios, verified)
+        vmd = verbs_md(vs, ratios, verified, verbs_verified(vrows, "mpi_job"))
     verbs_meta = (open(a.verbs_meta).read().strip()
                   if a.verbs_meta and os.path.exists(a.verbs_meta) else "")
     fz, ftg, fmd = {}, [], ""

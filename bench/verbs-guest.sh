@@ -9,6 +9,7 @@
 #     rounds, the two orders alternating (plain first in odd rounds, shim
 #     first in even ones), LAT_ITERS / BW_ITERS iterations per run, server
 #     on vCPU 0 and client on vCPU 1;
+#  (3., 4.: the MPI part, bench/verbs-mpi.sh)
 #  2. checkpoint and restart of the verbs job: rc_pp (tests/verbs/rc_pp.c,
 #     a server and a client over one RC connection, every iteration
 #     verified) under ibcr-launch. One pair is checkpointed CKPTS times
@@ -61,6 +62,7 @@ NCPU=$(nproc)
     echo "perftest: $(dpkg-query -W -f='${Version}' perftest 2>/dev/null)"
     echo "perftest runs: $ROUNDS rounds, ib_send_lat -x 1 -n $LAT_N, ib_write_bw -x 1 -n $BW_N (server on vCPU 0, client on vCPU 1)"
     echo "rc_pp jobs (4096 bytes per iteration): $CKPTS checkpoints running on; $RESTARTS checkpoints with --kill, each restarted, $RC_N iterations"
+    echo "MPI: Open MPI $(dpkg-query -W -f='${Version}' openmpi-bin 2>/dev/null) over UCX $(dpkg-query -W -f='${Version}' libucx0 2>/dev/null) rc_verbs/ud_verbs; mpipp 2 ranks (2000 ping-pongs of 8 bytes, 64 x 1 MiB); mpiring 4 ranks checkpointed with --tree --kill and restarted twice"
 } >"$OUT/verbs-guest.txt"
 
 csv() { printf '%s\n' "$1,$2,$3,$4,$5" >>"$RAW"; }   # csv PART CONFIG REP METRIC VALUE
@@ -414,15 +416,19 @@ rc_part() {
     say "    the restored pair finished: $RC_N iterations verified by both"
 }
 
+# shellcheck source=bench/verbs-mpi.sh
+. "$HERE/verbs-mpi.sh"
 LOADER_PID=''
 now_ms; t0=$NOW_MS
 perftest_part
 now_ms; t1=$NOW_MS
 ((FAILURES)) || rc_part || rc_logs
-now_ms
+now_ms; t2=$NOW_MS
 [[ -n $LOADER_PID ]] && { kill "$LOADER_PID" 2>/dev/null; wait "$LOADER_PID"; }
-echo "in the guest: perftest $(((t1 - t0) / 1000)) s, rc_pp job $(((NOW_MS - t1) / 1000)) s" >>"$OUT/verbs-guest.txt"
-say "  verbs: perftest $(((t1 - t0) / 1000)) s, rc_pp job $(((NOW_MS - t1) / 1000)) s, $FAILURES failures"
+((FAILURES)) || { mpipp_part && mpi_job_part; } || rc_logs
+now_ms
+echo "in the guest: perftest $(((t1 - t0) / 1000)) s, rc_pp job $(((t2 - t1) / 1000)) s, MPI $(((NOW_MS - t2) / 1000)) s" >>"$OUT/verbs-guest.txt"
+say "  verbs: perftest $(((t1 - t0) / 1000)) s, rc_pp job $(((t2 - t1) / 1000)) s, MPI $(((NOW_MS - t2) / 1000)) s, $FAILURES failures"
 echo "$FAILURES" >"$OUT/failures"
 rm -rf "$WORK"
 ((FAILURES == 0))

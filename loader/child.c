@@ -52,7 +52,7 @@ void run_child(struct restore *rs)
 	    creds_child(rs, &e))
 		child_fail(rs->status_fd, &e);
 	trace(rs->status_fd, "files set up");
-	if (build_plan(rs, &entry, &plan, &sp, &e))
+	if (build_plan(rs, &entry, &plan, &sp, &e) || verbs_creds_check(rs, plan, &e))
 		child_fail(rs->status_fd, &e);
 	trace(rs->status_fd, "plan built; entering the core");
 	/*

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <sys/types.h>
 
+#include "coord.h"
 #include "err.h"
 #include "image_io.h"
 #include "model.h"
@@ -118,6 +119,15 @@ void pathmap_process(const struct pathmap *pm, struct ibcr_process_state *ps);
 void pathmap_files(const struct pathmap *pm, struct ibcr_files *f);
 void pathmap_backing(const struct pathmap *pm, struct ibcr_backings *b);
 
+/* addrmap.c: --addr-map OLD=NEW, applied to the image's IP sockets once read */
+struct addrmap_rule;
+struct addrmap {
+	size_t n;
+	struct addrmap_rule *rule;
+};
+int addrmap_add(struct addrmap *am, const char *arg, struct ibcr_err *e);
+void addrmap_files(const struct addrmap *am, struct ibcr_files *f);
+
 /* backing.c: is every mapped file the one saved (identity, build-id, digest)? */
 struct backing_ctx;
 /* trusted: per file, 1 when it was put back by selfc.c (or NULL) */
@@ -166,6 +176,8 @@ int cgroup_enter(const struct restore *rs, struct ibcr_err *e);
 int verbs_preflight(const struct ibcr_process_state *ps, struct ibcr_err *e);
 int verbs_standins(struct restore *rs, struct ibcr_err *e);
 int verbs_pokes(struct restore *rs, struct ibcr_err *e);
+/* the child, once its plan is built: its threads keep one credential */
+int verbs_creds_check(const struct restore *rs, const struct plan *p, struct ibcr_err *e);
 
 /* objects.c (parent, before forking): opens the image's file objects */
 int objects_open(const struct ibcr_files *f, int base, int **out, uint32_t *failed,

@@ -456,6 +456,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
 	}
+	if (o.barrier)
+		coord_init(o.barrier, "restart");
+	coord_abort_on_exit();	/* a failure here fails every node's restart */
 	if (open_image(o.image, &r, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;
@@ -473,6 +476,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	pathmap_files(&o.pm, &files);
+	addrmap_files(&o.am, &files);
 	if (prepare(&r, j, &files, &o, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
 		return 1;

@@ -34,8 +34,11 @@ static int refill_unix(const struct job *j, uint32_t n, const struct ibcr_files 
 int net_finish(const struct job *j, uint32_t n, const struct ibcr_files *f, const int *fds,
 	       struct ibcr_err *e)
 {
-	return refill_unix(j, n, f, fds, e) || tcp_finish(f, fds, e) ||
-	       tcp_replay(f, fds, e) ? -1 : 0;
+	/* a job over nodes: every node's ends exist, in repair mode (lib/coord.c) */
+	if (refill_unix(j, n, f, fds, e) || coord_barrier("sockets", e))
+		return -1;
+	coord_settled();	/* a failure from here on fails this node only */
+	return tcp_finish(f, fds, e) || tcp_replay(f, fds, e) ? -1 : 0;
 }
 
 void net_unlock(const struct ibcr_netlock *lock, int locked)

@@ -18,7 +18,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: restart-loader [-v | -vv] [--stats[=text|json]] [--progress | --no-progress]\n"
 		   "                      [--detach] [--pidfile FILE] [--log FILE] [--pid-ns]\n"
-		   "                      [--path-map OLD=NEW]... [--cpu-check=enabled|in-use]\n"
+		   "                      [--path-map OLD=NEW]... [--addr-map OLD=NEW]...\n"
+		   "                      [--barrier CMD] [--cpu-check=enabled|in-use]\n"
 		   "                      [--cgroup=saved|here] [--lazy] IMAGE\n"
 		   "       restart-loader --unlock-net IMAGE\n"
 		   "       restart-loader --check\n"
@@ -37,6 +38,10 @@ static void usage(FILE *f)
 		   "      --log FILE      write the loader's own messages to FILE (appended)\n"
 		   "      --path-map OLD=NEW\n"
 		   "                      restore the image's paths under OLD under NEW (repeatable)\n"
+		   "      --addr-map OLD=NEW\n"
+		   "                      restore the sockets' IP address OLD as NEW (repeatable)\n"
+		   "      --barrier CMD   one restart of a job over several nodes: run `CMD sockets`\n"
+		   "                      once its TCP connections exist, before they go live\n"
 		   "      --pid-ns        restore in a PID namespace of its own (and a user\n"
 		   "                      namespace when unprivileged): the original PIDs\n"
 		   "                      without privilege\n"
@@ -71,6 +76,8 @@ int loader_parse(int argc, char **argv, struct loader_opts *o)
 		{ "unlock-net", no_argument, NULL, 'U' },
 		{ "cgroup", required_argument, NULL, 'G' },
 		{ "path-map", required_argument, NULL, 'M' },
+		{ "addr-map", required_argument, NULL, 'A' },
+		{ "barrier", required_argument, NULL, 'B' },
 		{ "pid-ns", no_argument, NULL, 'N' },
 		{ "cpu-check", required_argument, NULL, 'C' },
 		{ "lazy", no_argument, NULL, 'L' },
@@ -126,6 +133,16 @@ int loader_parse(int argc, char **argv, struct loader_opts *o)
 			}
 			break;
 		}
+		case 'A': {
+			struct ibcr_err e = { "" };
+
+			if (addrmap_add(&o->am, optarg, &e)) {
+				fprintf(stderr, "restart-loader: %s\n", e.msg);
+				return 2;
+			}
+			break;
+		}
+		case 'B': o->barrier = optarg; break;
 		case 'V': ibcr_print_version(stdout, "restart-loader"); return 0;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

@@ -21,6 +21,8 @@ struct loader_opts {
 	int cgroup_here;	/* --cgroup=here: stay in the loader's cgroup */
 	int lazy;		/* --lazy: resume first, fill the memory behind */
 	struct pathmap pm;	/* --path-map OLD=NEW... */
+	struct addrmap am;	/* --addr-map OLD=NEW... */
+	const char *barrier;	/* --barrier CMD: one restart of a job over nodes */
 };
 
 /* -1 to go on, else the exit status to exit with at once. */

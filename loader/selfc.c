@@ -210,6 +210,28 @@ static int put_back(struct selfc *sc, struct contents_reader *c, uint32_t k,
 	return make_memfd(sc, c, k, e);
 }
 
+/*
+ * A named pipe the process had open, missing here (a session directory
+ * in the old host's /tmp: Open MPI's debugger_attach_fifo): made again
+ * with its mode and time; what waited in it comes back as for any pipe.
+ */
+static int make_fifo(const char *path, const struct ibcr_fobj *o, struct ibcr_err *e)
+{
+	struct timespec t[2] = { { (time_t)(o->mtime_ns / 1000000000ull),
+				   (long)(o->mtime_ns % 1000000000ull) } };
+
+	t[1] = t[0];
+	if (make_dirs(path, 0, e))
+		return -1;
+	if (mkfifo(path, o->mode & 07777) && errno != EEXIST)
+		return ibcr_fail_errno(e, errno, "self-contained image: making the named pipe %s",
+				       path);
+	if (chmod(path, o->mode & 07777) || utimensat(AT_FDCWD, path, t, 0))
+		return ibcr_fail_errno(e, errno, "self-contained image: mode and time of the "
+				       "named pipe %s", path);
+	return 0;
+}
+
 int selfc_prepare(struct img_reader *r, const struct ibcr_backings *b,
 		  const struct ibcr_files *files, struct selfc **out, struct ibcr_err *e)
 {
@@ -234,6 +256,8 @@ int selfc_prepare(struct img_reader *r, const struct ibcr_backings *b,
 			rc = make_dirs(p, 1, e);
 		else if ((kind == IBCR_FD_UNIX || kind == IBCR_FD_DELETED) && p[0] == '/')
 			rc = make_dirs(p, 0, e);
+		else if (kind == IBCR_FD_FIFO && p[0] == '/' && access(p, F_OK))
+			rc = make_fifo(p, &files->objs[i], e);
 	}
 	return rc;
 }

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,6 +191,51 @@ static int epoll_entries(const struct restore *rs, const struct ibcr_verbs_contr
 		}
 	}
 	return 0;
+}
+
+/*
+ * The restored threads must keep sharing one credential (docs/design.md,
+ * "Shared credentials"): the kernel refuses a verbs command (EACCES) from
+ * a thread whose credential is not the very one the device was opened
+ * with. They do when the core sets them once for all (PLAN_CREDS_SHARED)
+ * or changes nothing (they are the loader's already); otherwise (another
+ * user's threads with their saved TIDs: the main thread could not make
+ * them once it is that user) each would get one of its own: refused,
+ * before the program runs. The child prefixes the pid.
+ */
+static int same_creds_as_loader(const struct restore *rs, struct ibcr_err *e)
+{
+	const struct ibcr_process_state *ps = rs->ps;
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	uint64_t eff, prm, inh;
+
+	if (syscall(SYS_capget, &h, d))
+		return ibcr_fail_errno(e, errno, "reading restart-loader's capabilities");
+	eff = d[0].effective | (uint64_t)d[1].effective << 32;
+	prm = d[0].permitted | (uint64_t)d[1].permitted << 32;
+	inh = d[0].inheritable | (uint64_t)d[1].inheritable << 32;
+	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {
+		const struct ibcr_creds *c = &ps->priv.creds[i];
+
+		if ((rs->cred_flags[i] & (PLAN_CRED_IDS | PLAN_CRED_LATE_CAPS |
+					  PLAN_CRED_DUMP_ROOT)) ||
+		    c->cap_eff != eff || c->cap_prm != prm || c->cap_inh != inh)
+			return ibcr_fail(e, "a verbs process restored with other "
+					 "credentials than restart-loader's would have its threads' "
+					 "verbs commands refused by the kernel (EACCES): restore it "
+					 "as the user it ran as, with the same capabilities");
+	}
+	return 0;
+}
+
+int verbs_creds_check(const struct restore *rs, const struct plan *p, struct ibcr_err *e)
+{
+	const struct ibcr_verbs_section *s = section_of(rs->ps);
+
+	if (!s || !s->control.ndevices || (p->flags & PLAN_CREDS_SHARED))
+		return 0;
+	return same_creds_as_loader(rs, e);
 }
 
 int verbs_pokes(struct restore *rs, struct ibcr_err *e)

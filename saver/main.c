@@ -482,6 +482,7 @@ int main(int argc, char **argv)
 		return interval_run(&o, checkpoint);
 	if (outpath_check(o.out, &o.image, &e)) {
 		fprintf(stderr, "saver: %s\n", e.msg);
+		coord_abort(e.msg);	/* the job's other nodes must not wait for this one */
 		return 1;
 	}
 	outpath_clean_stale(o.image);

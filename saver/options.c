@@ -144,7 +144,7 @@ static int parse_one(int c, struct saver_opts *o)
 			return bad("--external-fd=%s: expected [PID:]FD:ACTION, ACTION close, "
 				   "null, inherit or tty", optarg);
 		break;
-	case 'B': coord_init(optarg); break;
+	case 'B': coord_init(optarg, "checkpoint"); break;
 	case 'E': o->comp.self_contained = 1; break;
 	case 'I':
 		if (strcmp(optarg, "used") && strcmp(optarg, "all"))

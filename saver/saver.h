@@ -7,6 +7,7 @@
 
 #include "arch.h"
 #include "ibcr_verbs_abi.h"
+#include "coord.h"
 #include "err.h"
 #include "image_io.h"
 #include "model.h"
@@ -196,10 +197,6 @@ int verbs_tree_find(const struct target *roots, uint32_t nroots, struct target *
 int verbs_after_seize(struct target *t, uint32_t n, struct target *pre, uint32_t npre,
 		      struct ibcr_err *e);
 
-/* coord.c: one checkpoint over several savers (--barrier CMD) */
-void coord_init(const char *cmd);
-int coord_barrier(const char *phase, struct ibcr_err *e);
-void coord_abort(const char *msg);
 
 /* sockets.c: every socket's final kind, state and queued bytes */
 int sockets_finish(struct fobjs *o, struct ibcr_err *e);

@@ -940,7 +940,7 @@ static int quiesce_drain(void)
 		struct sctx *c = container(p, struct sctx, link);
 
 		pthread_mutex_lock(&c->async_lock);
-		c->async_flags = fcntl(c->v.async_fd, F_GETFL);
+		c->async_flags = fcntl(c->vx.context.async_fd, F_GETFL);
 		pthread_mutex_unlock(&c->async_lock);
 	}
 	if (drain_all_cqs() < 0)
@@ -1158,12 +1158,12 @@ static void rebuild(void)
 			fatal(errno, "restart: cannot open RDMA device %s: %s", c->name,
 			      strerror(errno));
 		R.free_device_list(l);
-		move_fd(real->cmd_fd, c->v.cmd_fd, &c->extra_cmd_fd, "device");
-		move_fd(real->async_fd, c->v.async_fd, &c->extra_async_fd, "async event");
+		move_fd(real->cmd_fd, c->vx.context.cmd_fd, &c->extra_cmd_fd, "device");
+		move_fd(real->async_fd, c->vx.context.async_fd, &c->extra_async_fd, "async event");
 		if (c->async_flags > 0)
-			fcntl(c->v.async_fd, F_SETFL, c->async_flags);
+			fcntl(c->vx.context.async_fd, F_SETFL, c->async_flags);
 		c->real = real;
-		c->v.num_comp_vectors = real->num_comp_vectors;
+		c->vx.context.num_comp_vectors = real->num_comp_vectors;
 		capture_ports(c, 0);
 		ht_clear(&c->qtab);
 		ht_clear(&c->lkey);

@@ -598,8 +598,8 @@ void ctl_update_fds(void)
 	list_for(p, &S.ctxs) {
 		struct sctx *x = container(p, struct sctx, link);
 
-		ctl_add_fd(&n, x->v.cmd_fd, IBCR_VFD_DEVICE);
-		ctl_add_fd(&n, x->v.async_fd, IBCR_VFD_ASYNC);
+		ctl_add_fd(&n, x->vx.context.cmd_fd, IBCR_VFD_DEVICE);
+		ctl_add_fd(&n, x->vx.context.async_fd, IBCR_VFD_ASYNC);
 		ctl_add_fd(&n, x->extra_cmd_fd, IBCR_VFD_DEVICE);
 		ctl_add_fd(&n, x->extra_async_fd, IBCR_VFD_ASYNC);
 		for (i = 0; i < nd; i++)

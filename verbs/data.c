@@ -608,7 +608,7 @@ static uint32_t *async_old_of(struct ibv_async_event *e, uint32_t **unacked)
 
 EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
-	struct sctx *c = (struct sctx *)context;
+	struct sctx *c = container(context, struct sctx, vx.context);
 	uint32_t *old, *unacked;
 
 	if (!is_vctx(context))
@@ -627,7 +627,7 @@ EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_eve
 			pthread_mutex_unlock(&c->async_lock);
 			continue;
 		}
-		nb = fcntl(c->v.async_fd, F_GETFL);
+		nb = fcntl(c->vx.context.async_fd, F_GETFL);
 		nb = nb >= 0 && (nb & O_NONBLOCK);
 		rc = c->real;
 		p.fd = rc->async_fd;

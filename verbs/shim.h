@@ -220,7 +220,9 @@ struct rring {
 };
 
 struct sctx {
-	struct ibv_context v;	/* first: what the application holds */
+	/* first: vx.context is what the application holds, an extended
+	 * context whose operations are the shim's (extended.c) */
+	struct verbs_context vx;
 	struct list link;
 	struct ibv_context *real;
 	struct ibv_device *dev;
@@ -266,7 +268,12 @@ struct schan {
 };
 
 struct scq {
-	struct ibv_cq v;
+	union {			/* first: what the application holds */
+		struct ibv_cq v;
+		struct ibv_cq_ex vx;	/* made by ibv_create_cq_ex */
+	};
+	int ex;
+	struct ibv_wc ex_wc;	/* an extended CQ's current completion */
 	struct list link;
 	struct ibv_cq *real;
 	struct sctx *ctx;
@@ -301,8 +308,13 @@ struct qrec {
 	struct ibv_qp_attr attr;
 };
 
+struct wrbatch;
 struct sqp {
-	struct ibv_qp v;
+	union {
+		struct ibv_qp v;
+		struct ibv_qp_ex vqx;	/* made with send operations (wr.c) */
+	};
+	struct wrbatch *wrb;	/* its ibv_wr_* requests, else NULL */
 	struct list link;
 	struct ibv_qp *real;
 	struct sctx *ctx;
@@ -442,6 +454,11 @@ HIDDEN void list_add_tail(struct list *l, struct list *n);
 HIDDEN void list_del(struct list *n);
 
 HIDDEN void shim_init(void);
+HIDDEN void ext_context_init(struct sctx *c);	/* extended.c */
+/* wr.c: ibv_create_qp_ex with send operations, the ibv_wr_* API */
+HIDDEN struct ibv_qp *shim_create_qp_ex(struct ibv_context *context,
+					struct ibv_qp_init_attr_ex *ax);
+HIDDEN void wr_batch_free(struct wrbatch *b);
 HIDDEN void dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 HIDDEN void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 HIDDEN void ctl_update_fds(void);	/* S.lock held */

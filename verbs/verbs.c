@@ -20,7 +20,7 @@
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
 
-#define SCTX(x) ((struct sctx *)(x))
+#define SCTX(x) container((x), struct sctx, vx.context)
 #define SPD(x) ((struct spd *)(x))
 #define SMR(x) ((struct smr *)(x))
 #define SCQ(x) ((struct scq *)(x))
@@ -80,13 +80,13 @@ EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->dev = device;
 	name = R.get_device_name(device);
 	snprintf(c->name, sizeof c->name, "%s", name ? name : "?");
-	c->v.device = device;
-	c->v.ops = shim_ops;
-	c->v.cmd_fd = real->cmd_fd;
-	c->v.async_fd = real->async_fd;
-	c->v.num_comp_vectors = real->num_comp_vectors;
-	c->v.abi_compat = NULL;		/* a plain, non-extended context */
-	pthread_mutex_init(&c->v.mutex, NULL);
+	c->vx.context.device = device;
+	c->vx.context.ops = shim_ops;
+	c->vx.context.cmd_fd = real->cmd_fd;
+	c->vx.context.async_fd = real->async_fd;
+	c->vx.context.num_comp_vectors = real->num_comp_vectors;
+	ext_context_init(c);
+	pthread_mutex_init(&c->vx.context.mutex, NULL);
 	pthread_mutex_init(&c->async_lock, NULL);
 	c->extra_cmd_fd = c->extra_async_fd = -1;
 	capture_ports(c, 1);
@@ -95,9 +95,10 @@ EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctl_update_fds();
 	pthread_mutex_unlock(&S.lock);
 	helper_start();
-	dbg("opened %s (cmd fd %d, async fd %d)", c->name, c->v.cmd_fd, c->v.async_fd);
+	dbg("opened %s (cmd fd %d, async fd %d)", c->name, c->vx.context.cmd_fd,
+	    c->vx.context.async_fd);
 	gate_leave(g);
-	return &c->v;
+	return &c->vx.context;
 out:
 	gate_leave(g);
 	return NULL;
@@ -114,9 +115,9 @@ EXPORT int ibv_close_device(struct ibv_context *context)
 	r = R.close_device(c->real);
 	if (!r) {
 		if (c->extra_cmd_fd >= 0)
-			close(c->v.cmd_fd);
+			close(c->vx.context.cmd_fd);
 		if (c->extra_async_fd >= 0)
-			close(c->v.async_fd);
+			close(c->vx.context.async_fd);
 		pthread_mutex_lock(&S.lock);
 		list_del(&c->link);
 		ctl_update_fds();
@@ -433,6 +434,8 @@ EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_han
 EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
 	if (IS_V(qp)) {
+		if (SQP(qp)->wrb)	/* made with send operations */
+			return &SQP(qp)->vqx;
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -851,6 +854,7 @@ EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 		/* The real QP is gone; q->real is not touched again. */
 		if (!q->srq)
 			ring_free(&q->ring);
+		wr_batch_free(q->wrb);
 		free(q);
 	}
 	gate_leave(g);

@@ -1,7 +1,7 @@
 # verbs/verbs.mk - the verbs shim (libibcr-verbs.so), ibcr-launch and the
 # verbs test programs. Included by the top GNUmakefile; see docs/verbs.md.
 
-VERBS_SRC := core verbs data ckpt rdmacm epoll
+VERBS_SRC := core verbs data ckpt rdmacm epoll extended wr
 VERBS_TESTS := rc_pp selftest extra_objs microbench mtstress ext_verbs epollcm efdmodes
 VERBS_CFLAGS := $(OPT) $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iverbs
 VERBS_HDRS := verbs/shim.h verbs/ibcr_verbs_abi.h

@@ -128,6 +128,12 @@ t_rc_pp_shim_events() { rc_pp_pair "$L" 300 -e; }
 t_ext_verbs() {
 	timeout 120 "$T/ext_verbs" >plain.out 2>&1 || fail "ext_verbs failed without the shim"
 	timeout 120 "$L" "$T/ext_verbs" >shim.out 2>&1 || fail "ext_verbs failed with the shim"
+	[[ "$(grep 'device_ex:' plain.out)" == "$(grep 'device_ex:' shim.out)" ]] ||
+		fail "ibv_query_device_ex differs with the shim: $(grep -h 'device_ex:' plain.out shim.out)"
+	grep -q 'ok: create_cq_ex: 4 SEND_WITH_IMM' shim.out || fail "no extended CQ traffic with the shim"
+	grep -q 'ok: create_qp_ex with send operations, wr_start' shim.out ||
+		fail "no ibv_wr_* traffic with the shim"
+	sed -n 's/^ *\(device_ex: .*\)/info: \1/p' shim.out
 	sed -n 's/^ *\(ok: .*EOPNOTSUPP\|ext_verbs: .*\)/info: \1/p' shim.out
 }
 
@@ -179,9 +185,13 @@ t_perftest_shim() { perf ib_send_lat 18611 && perf ib_write_bw 18612; }
 # DIR/job.ckpt once the client has verified 300 iterations.
 ckpt_rc_pp() {
 	local d=$1 n=$2 sp cp
-	(cd "$d" && exec timeout 600 "$L" "$T/rc_pp" -r server -d "$d" -n "$n" -p 100 -w 1000 >server.out 2>&1) &
+	# shellcheck disable=SC2086 # RCPP_OPTS: more rc_pp options (-x)
+	(cd "$d" && exec timeout 600 "$L" "$T/rc_pp" -r server -d "$d" -n "$n" -p 100 -w 1000 \
+		${RCPP_OPTS:-} >server.out 2>&1) &
 	sp=$!
-	(cd "$d" && exec timeout 600 "$L" "$T/rc_pp" -r client -d "$d" -n "$n" -p 100 -w 1000 >client.out 2>&1) &
+	# shellcheck disable=SC2086
+	(cd "$d" && exec timeout 600 "$L" "$T/rc_pp" -r client -d "$d" -n "$n" -p 100 -w 1000 \
+		${RCPP_OPTS:-} >client.out 2>&1) &
 	cp=$!
 	wait_for "$d/client.out" 'client iter 300 ok' 120 $cp || fail "rc_pp did not get going"
 	wait_for "$d/server.out" 'server iter 300 ok' 120 $sp || fail "rc_pp did not get going"
@@ -245,6 +255,18 @@ restart_rc_pp() {
 
 t_ckpt_rc_pp() {
 	ckpt_rc_pp "$W" 1500 && restart_rc_pp "$W" 1500
+}
+
+# The same with extended CQs polled through ibv_start_poll (rc_pp -x): each
+# completion's QP number reads as the application's after the restart.
+t_ckpt_rc_pp_cq_ex() {
+	RCPP_OPTS=-x ckpt_rc_pp "$W" 1500 && restart_rc_pp "$W" 1500
+}
+
+# Posted with the ibv_wr_* API on a QP of ibv_create_qp_ex (rc_pp -W):
+# after the restart the builder's requests carry the new keys too.
+t_ckpt_rc_pp_wr() {
+	RCPP_OPTS=-W ckpt_rc_pp "$W" 1500 && restart_rc_pp "$W" 1500
 }
 
 t_ckpt_rc_pp_extra() {
@@ -339,6 +361,42 @@ t_missing_peer() {
 	grep -q 'ibcr-verbs: restart: the peer of QP 0x[0-9a-f]* (remote QP 0x[0-9a-f]* at g[0-9a-f]*) did not show up' server.out ||
 		fail "no message naming the missing peer"
 	sed -n 's/^\(ibcr-verbs:.*\)/info: \1/p' server.out
+}
+
+# A pair run by nobody, checkpointed by root: restored by root its threads
+# would each get a credential of their own, and the kernel would refuse
+# their verbs commands (EACCES): refused before anything runs, naming
+# the pid. Restored by nobody, the threads share theirs: every iteration
+# verified to the end.
+t_other_creds() {
+	local sp cp rc=0 R=$B/tests/progs/runas
+	chmod 777 "$W"
+	touch server.out client.out	# nobody's, to reopen at its restore
+	chown 65534:65534 server.out client.out
+	timeout 600 "$R" 65534 65534 "$L" "$T/rc_pp" -r server -d "$W" -n 1500 -p 100 -w 1000 \
+		>server.out 2>&1 &
+	sp=$!
+	timeout 600 "$R" 65534 65534 "$L" "$T/rc_pp" -r client -d "$W" -n 1500 -p 100 -w 1000 \
+		>client.out 2>&1 &
+	cp=$!
+	wait_for client.out 'client iter 300 ok' 120 $cp || fail "rc_pp did not get going as nobody"
+	"$S/saver" --kill -o job.ckpt "$(cat server.pid)" "$(cat client.pid)" || fail "saver failed"
+	wait $sp
+	wait $cp
+	chmod 644 job.ckpt
+	"$S/restart-loader" job.ckpt >refused.out 2>&1 || rc=$?
+	((rc == 1)) || fail "restart-loader by root: status $rc, not 1: $(tail -n 3 refused.out)"
+	grep -q "pid $(cat server.pid): a verbs process restored with other credentials than restart-loader's" \
+		refused.out || fail "the refusal does not say why: $(cat refused.out)"
+	! pgrep -f "$T/rc_pp" >/dev/null || fail "an rc_pp runs after the refusal"
+	sed 's/^/info: /' refused.out
+	rc=0
+	"$R" 65534 65534 "$S/restart-loader" job.ckpt >restart.out 2>&1 || rc=$?
+	((rc == 0)) || fail "restart-loader by nobody: status $rc: $(tail -n 3 restart.out)"
+	grep -q "rc_pp client: 1500 iterations verified" client.out ||
+		fail "restored by nobody, the pair did not finish: $(tail -n 3 restart.out client.out)"
+	grep -q "rc_pp server: 1500 iterations verified" server.out ||
+		fail "restored by nobody, the server did not finish: $(tail -n 3 server.out)"
 }
 
 # The image for the other boots: an rc_pp pair checkpointed in $FRESH.
@@ -580,6 +638,8 @@ main)
 	check_main srq_pingpong_shim t_srq_pingpong
 	check_main perftest_shim t_perftest_shim
 	check_main ckpt_rc_pp t_ckpt_rc_pp
+	check_main ckpt_rc_pp_cq_ex t_ckpt_rc_pp_cq_ex
+	check_main ckpt_rc_pp_wr t_ckpt_rc_pp_wr
 	check_main ckpt_rc_pp_extra_objects t_ckpt_rc_pp_extra
 	check_main ckpt_live_then_restart t_ckpt_live_then_restart
 	check_main ckpt_restart_twice t_ckpt_twice
@@ -587,6 +647,7 @@ main)
 	check_main ckpt_ud_pingpong t_ckpt_ud_pingpong
 	check_main ckpt_srq_pingpong t_ckpt_srq_pingpong
 	check_main ckpt_missing_peer t_missing_peer
+	check_main verbs_other_creds t_other_creds
 	check_main epoll_rdmacm t_epoll_rdmacm
 	check_main cm_id_refused t_cm_id_refused
 	check_main ckpt_mpi_ucx t_ckpt_mpi_ucx

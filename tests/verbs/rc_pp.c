@@ -3,7 +3,7 @@
  * rc_pp: two processes over one RC connection, every iteration verified.
  *
  *   rc_pp -r server|client -d DIR [-n ITERS] [-s SIZE] [-g GIDX] [-D DEV]
- *         [-w DELAY_US] [-p EVERY] [-e] [-T]
+ *         [-w DELAY_US] [-p EVERY] [-e] [-T] [-x] [-W]
  *
  * The two exchange their QPN, PSN, GID and buffer address/rkey through
  * files in DIR (no sockets, so both can be checkpointed). Iteration i:
@@ -12,7 +12,12 @@
  *   into the client's window (unsignaled) then SEND_WITH_IMM(i), or, on odd
  *   iterations, one RDMA_WRITE_WITH_IMM(i)         client verifies both
  *   client RDMA READs the server's window          client verifies it
- * -e waits for completions through a completion channel. Progress lines
+ * -e waits for completions through a completion channel; -x makes the CQ
+ * with ibv_create_cq_ex and polls it with ibv_start_poll/ibv_end_poll,
+ * checking that every completion's QP number (ibv_wc_read_qp_num) is the
+ * one the application knows and a receive's byte count and immediate
+ * data are right; -W makes the QP with ibv_create_qp_ex and posts every
+ * send with the ibv_wr_* API (ibv_wr_start ... ibv_wr_complete). Progress lines
  * ("iter N ok ...") carry the QPN/rkey the application sees and, with the
  * shim, the real ones; with -T also " t_ns=" and the CLOCK_REALTIME of the
  * iteration's end (make bench: the stall a checkpoint caused, when the
@@ -26,6 +31,8 @@
 
 static int use_events;
 static int stamps;
+static struct ibv_cq_ex *cqx;	/* -x */
+static uint32_t my_qpn;
 static struct ibv_comp_channel *chan;
 
 static void write_file(const char *dir, const char *name, const char *text)
@@ -80,12 +87,47 @@ static void hex_gid(const char *s, union ibv_gid *g)
 	}
 }
 
+/* One completion through the extended CQ's polling API (-x). */
+static void wait_wc_ex(struct ibv_wc *wc, const char *what)
+{
+	struct ibv_poll_cq_attr attr = { 0 };
+	double t0 = now_s();
+	int r;
+
+	while ((r = ibv_start_poll(cqx, &attr)) == ENOENT) {
+		if (now_s() - t0 > 60)
+			die("%s: no completion within 60 s", what);
+		sched_yield();
+	}
+	CHECK(r == 0, "%s: ibv_start_poll: %s", what, strerror(r));
+	memset(wc, 0, sizeof *wc);
+	wc->wr_id = cqx->wr_id;
+	wc->status = cqx->status;
+	wc->opcode = ibv_wc_read_opcode(cqx);
+	wc->qp_num = ibv_wc_read_qp_num(cqx);
+	wc->wc_flags = ibv_wc_read_wc_flags(cqx);
+	if (wc->opcode & IBV_WC_RECV) {
+		wc->byte_len = ibv_wc_read_byte_len(cqx);
+		if (wc->wc_flags & IBV_WC_WITH_IMM)
+			wc->imm_data = ibv_wc_read_imm_data(cqx);
+	}
+	ibv_end_poll(cqx);
+	CHECK(wc->status == IBV_WC_SUCCESS, "%s: completion status %s (%d)", what,
+	      ibv_wc_status_str(wc->status), wc->status);
+	CHECK(wc->qp_num == my_qpn, "%s: the completion reads QP %#x, not the QP %#x the "
+	      "application knows", what, wc->qp_num, my_qpn);
+}
+
 /* One completion; with -e waits for an event first when the CQ is empty. */
 static void wait_wc(struct ibv_cq *cq, struct ibv_wc *wc, const char *what)
 {
 	double t0 = now_s();
 	int n;
 
+	if (cqx) {
+		wait_wc_ex(wc, what);
+		return;
+	}
 	if (!use_events) {
 		poll_one(cq, wc, 60, what);
 		return;
@@ -142,6 +184,58 @@ static void wait_id(struct ibv_cq *cq, struct ibv_wc *wc, uint64_t id, const cha
 	}
 }
 
+static struct ibv_qp_ex *qpx;	/* -W */
+
+/* make_qp's QP, made by ibv_create_qp_ex with the send operations rc_pp posts */
+static struct ibv_qp *make_qp_wr(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr_ex a;
+	struct ibv_qp *q;
+
+	memset(&a, 0, sizeof a);
+	a.send_cq = a.recv_cq = cq;
+	a.qp_type = IBV_QPT_RC;
+	a.cap.max_send_wr = a.cap.max_recv_wr = 16;
+	a.cap.max_send_sge = a.cap.max_recv_sge = 2;
+	a.pd = pd;
+	a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	a.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+			   IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+			   IBV_QP_EX_WITH_RDMA_READ;
+	q = ibv_create_qp_ex(ctx, &a);
+	CHECK(q, "ibv_create_qp_ex: %s", strerror(errno));
+	return q;
+}
+
+/* post_send1, through the ibv_wr_* API with -W */
+static void psend(struct ibv_qp *q, uint64_t id, enum ibv_wr_opcode op, void *buf, uint32_t len,
+		  uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t imm, int signaled)
+{
+	int r;
+
+	if (!qpx) {
+		post_send1(q, id, op, buf, len, lkey, raddr, rkey, imm, signaled);
+		return;
+	}
+	ibv_wr_start(qpx);
+	qpx->wr_id = id;
+	qpx->wr_flags = signaled ? IBV_SEND_SIGNALED : 0;
+	switch (op) {
+	case IBV_WR_SEND: ibv_wr_send(qpx); break;
+	case IBV_WR_SEND_WITH_IMM: ibv_wr_send_imm(qpx, htobe32(imm)); break;
+	case IBV_WR_RDMA_WRITE: ibv_wr_rdma_write(qpx, rkey, raddr); break;
+	case IBV_WR_RDMA_WRITE_WITH_IMM: ibv_wr_rdma_write_imm(qpx, rkey, raddr, htobe32(imm)); break;
+	case IBV_WR_RDMA_READ: ibv_wr_rdma_read(qpx, rkey, raddr); break;
+	default: die("psend: opcode %d", op);
+	}
+	if (len)
+		ibv_wr_set_sge(qpx, lkey, (uintptr_t)buf, len);
+	else
+		ibv_wr_set_sge_list(qpx, 0, NULL);
+	r = ibv_wr_complete(qpx);
+	CHECK(!r, "ibv_wr_complete (opcode %d): %s", op, strerror(r));
+}
+
 int main(int argc, char **argv)
 {
 	const char *role = NULL, *dir = NULL, *devname = NULL;
@@ -160,7 +254,9 @@ int main(int argc, char **argv)
 	double t0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "r:d:n:s:g:D:w:p:eT")) != -1) {
+	int use_ex = 0, use_wr = 0;
+
+	while ((opt = getopt(argc, argv, "r:d:n:s:g:D:w:p:eTxW")) != -1) {
 		switch (opt) {
 		case 'r': role = optarg; break;
 		case 'd': dir = optarg; break;
@@ -172,9 +268,11 @@ int main(int argc, char **argv)
 		case 'p': every = atoi(optarg); break;
 		case 'e': use_events = 1; break;
 		case 'T': stamps = 1; break;
+		case 'x': use_ex = 1; break;
+		case 'W': use_wr = 1; break;
 		default:
 			fprintf(stderr, "usage: rc_pp -r server|client -d DIR [-n ITERS] [-s SIZE] "
-					"[-g GIDX] [-D DEV] [-w DELAY_US] [-p EVERY] [-e] [-T]\n");
+					"[-g GIDX] [-D DEV] [-w DELAY_US] [-p EVERY] [-e] [-T] [-x] [-W]\n");
 			return 2;
 		}
 	}
@@ -193,9 +291,27 @@ int main(int argc, char **argv)
 		chan = ibv_create_comp_channel(ctx);
 		CHECK(chan, "ibv_create_comp_channel failed");
 	}
-	cq = ibv_create_cq(ctx, 64, NULL, chan, 0);
+	if (use_ex) {
+		struct ibv_cq_init_attr_ex cx = {
+			.cqe = 64, .channel = chan,
+			.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM,
+		};
+
+		cqx = ibv_create_cq_ex(ctx, &cx);
+		CHECK(cqx, "ibv_create_cq_ex failed: %s", strerror(errno));
+		cq = ibv_cq_ex_to_cq(cqx);
+	} else {
+		cq = ibv_create_cq(ctx, 64, NULL, chan, 0);
+	}
 	CHECK(cq, "ibv_create_cq failed");
-	qp = make_qp(pd, cq, cq, NULL, IBV_QPT_RC, 16);
+	if (use_wr) {
+		qp = make_qp_wr(ctx, pd, cq);
+		qpx = ibv_qp_to_qp_ex(qp);
+		CHECK(qpx, "ibv_qp_to_qp_ex: %s", strerror(errno));
+	} else {
+		qp = make_qp(pd, cq, cq, NULL, IBV_QPT_RC, 16);
+	}
+	my_qpn = qp->qp_num;
 	msg = aligned_alloc(4096, 2 * (size_t)size);
 	win = aligned_alloc(4096, (size_t)size);
 	rd = aligned_alloc(4096, (size_t)size);
@@ -248,7 +364,7 @@ int main(int argc, char **argv)
 
 		if (!server) {
 			fill(tx, (size_t)size, i, 'C');
-			post_send1(qp, WR_SEND, IBV_WR_SEND, tx, (uint32_t)size, mmsg->lkey, 0, 0, 0, 1);
+			psend(qp, WR_SEND, IBV_WR_SEND, tx, (uint32_t)size, mmsg->lkey, 0, 0, 0, 1);
 			/* the send's completion and the notice of the write, in
 			 * whatever order they come */
 			{
@@ -272,7 +388,7 @@ int main(int argc, char **argv)
 			}
 			CHECK(same(win, (size_t)size, i, 'W'), "iteration %u: RDMA WRITE data differs", i);
 			post_recv1(qp, WR_RECV, rx, (uint32_t)size, mmsg->lkey);
-			post_send1(qp, WR_READ, IBV_WR_RDMA_READ, rd, (uint32_t)size, mrd->lkey,
+			psend(qp, WR_READ, IBV_WR_RDMA_READ, rd, (uint32_t)size, mrd->lkey,
 				   peer.addr, peer.rkey, 0, 1);
 			wait_wc(cq, &wc, "client read");
 			CHECK(wc.wr_id == WR_READ && wc.opcode == IBV_WC_RDMA_READ,
@@ -286,13 +402,13 @@ int main(int argc, char **argv)
 			fill(win, (size_t)size, i, 'R');
 			fill(tx, (size_t)size, i, 'W');
 			if (i & 1) {
-				post_send1(qp, WR_IMM, IBV_WR_RDMA_WRITE_WITH_IMM, tx, (uint32_t)size,
+				psend(qp, WR_IMM, IBV_WR_RDMA_WRITE_WITH_IMM, tx, (uint32_t)size,
 					   mmsg->lkey, peer.addr, peer.rkey, i, 1);
 				wait_id(cq, &wc, WR_IMM, "server write-with-imm");
 			} else {
-				post_send1(qp, WR_WRITE, IBV_WR_RDMA_WRITE, tx, (uint32_t)size,
+				psend(qp, WR_WRITE, IBV_WR_RDMA_WRITE, tx, (uint32_t)size,
 					   mmsg->lkey, peer.addr, peer.rkey, 0, 0);
-				post_send1(qp, WR_IMM, IBV_WR_SEND_WITH_IMM, tx, 0, mmsg->lkey, 0, 0,
+				psend(qp, WR_IMM, IBV_WR_SEND_WITH_IMM, tx, 0, mmsg->lkey, 0, 0,
 					   i, 1);
 				wait_id(cq, &wc, WR_IMM, "server send-with-imm");
 			}

@@ -16,9 +16,11 @@ set -euo pipefail
 # iproute2: `ip` and `rdma` (creates rxe0) inside the guest, `ss` for tests.
 # kmod: depmod/modprobe on the host, to resolve guest module dependencies.
 # cpio: to pack the initramfs.
+# slurmctld, slurmd, slurm-client, munge: the pair guests as a Slurm cluster
+#   (tests/verbs/slurm-up.sh), for ibcr-job.
 readonly PACKAGES=(
     qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers
-    libibverbs-dev perftest iproute2 kmod cpio
+    libibverbs-dev perftest iproute2 kmod cpio slurmctld slurmd slurm-client munge
 )
 
 # Prints the packages of PACKAGES that are not fully installed.

@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# tests/verbs/mpi-pair-guest.sh PHASE RWDIR - run INSIDE each guest of a pair
+# (tools/vm/x86-vm-pair.sh) by tests/verbs/run-pair.sh, after pair-guest.sh;
+# IBCR_VM_NAME is A or B. An Open MPI job of 4 ranks, 2 per guest, over UCX
+# verbs (rc_verbs, ud_verbs on each guest's rxe0): mpirun and its 2 ranks in
+# A, the orted that mpirun starts in B (tests/verbs/mpi-rsh: the guests have
+# no ssh) and its 2 ranks; ORTE's out-of-band TCP connection between them
+# crosses the wire. Files in RWDIR/mpi, shared by both:
+#
+#   ckpt   the job runs to tick 3; each guest's saver checkpoints its tree
+#          (mpirun, orted) with --kill as one cut (--barrier, ibcr-job's
+#          shared-directory engine); each guest restarts its own image, the
+#          job runs on two ticks more, and is checkpointed again
+#          (self-contained: the next boot has none of this one's /tmp)
+#   swap   guest A restarts B's image and B A's, with the two guests'
+#          addresses swapped (restart-loader --addr-map): the ORTE
+#          connection's ends and the verbs peers each find the other where
+#          it now is; the job runs to its end with the right answer, every
+#          step verified by the ranks, ticks continuous
+#   slurm  (first boot, after ckpt) the two guests as a Slurm cluster
+#          (slurm-up.sh); the same job as a step of an allocation; `ibcr-job
+#          checkpoint JOBID -D DIR --kill` with node 1's image path blocked
+#          fails and the job runs on; then it succeeds (files in RWDIR/slurm)
+#   slurmrestart  (second boot) a new Slurm cluster and allocation:
+#          `ibcr-job restart -D DIR --jobid JOBID2`: the right answer
+#
+# Prints "PASS mpipair_PHASE_NAME (N s)" or "FAIL mpipair_PHASE_NAME: why".
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+B=$ROOT/build
+S=${IBCR_VERBS_TOOLS:-$B}
+PHASE=${1:?phase} RW=${2:?rw dir}
+ME=${IBCR_VM_NAME:?not in a pair guest}
+STEPS=400 MS=5	# ranks' steps and sleep per step (slurm: longer, see there)
+M=$RW/mpi
+IPS=(10.99.0.1 10.99.0.2)
+t0=$SECONDS
+export IBCR_MPI_RSH_DIR=$M/rsh
+# one node's image may take minutes longer than the other's on a loaded host
+export IBCR_JOB_TIMEOUT=600
+
+fail() {
+	local p
+	echo "FAIL mpipair_${PHASE}_$ME: $* ($((SECONDS - t0)) s)"
+	for f in "$M"/mpi.out "$M"/*.$ME.log "$M"/orted.log; do
+		[[ -f $f ]] && { echo "---- $f"; tail -n 15 "$f" | sed 's/^/    /'; }
+	done
+	# nothing of the job may outlive the check (this guest's processes)
+	for p in $(pgrep -x 'srun|mpirun|orted|mpiring|restart-loader|saver'); do
+		kill -KILL "$p" 2>/dev/null
+	done
+	exit 1
+}
+
+# The other guest's progress is seen through files it makes (a new name
+# shows up at once; a file's growth may not, through the guests' caches).
+mark() { : >"$M/.tmp.$1" && mv -f "$M/.tmp.$1" "$M/$1"; }
+wait_mark() {	# wait_mark NAME SECS
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		[[ -f $M/$1 ]] && return 0
+		[[ -f $M/abort ]] && fail "the other guest failed: $(cat "$M/abort")"
+		sleep 0.1
+	done
+	fail "the other guest did not reach '$1' within $2 s"
+}
+abort() { echo "$ME: $*" >"$M/abort"; fail "$*"; }
+
+# fresh NAME: a phase's directory $M made anew by A alone (B waits for it:
+# B's removal could take files A had made already, the job's output).
+fresh() {
+	if [[ $ME == A ]]; then
+		rm -rf "$M"
+		mkdir -p "$M/rsh"
+		mark "fresh.$1"
+	else
+		wait_mark "fresh.$1" 900
+	fi
+}
+
+ticks() { grep -c '^tick' "$M/mpi.out" 2>/dev/null; }
+wait_tick() {	# wait_tick N: rank 0 printed tick N (A's own file)
+	local i
+	for ((i = 0; i < 3000; i++)); do
+		grep -q "^tick $1 " "$M/mpi.out" 2>/dev/null && return 0
+		grep -q '^FAIL' "$M/mpi.out" 2>/dev/null && abort "a rank failed: $(grep FAIL "$M/mpi.out")"
+		sleep 0.1
+	done
+	abort "the job did not reach tick $1"
+}
+
+# The names the job uses for the hosts, and pids out of the way of the
+# ones a restore takes back (this script's own children come after 20000).
+setup() {
+	grep -q ' vm-b$' /etc/hosts || printf '10.99.0.1 vm-a\n10.99.0.2 vm-b\n' >>/etc/hosts
+	echo 20000 >/proc/sys/kernel/ns_last_pid
+}
+
+# start_job [PREFIX...]: the launch through PREFIX (srun); mpirun's output
+# to mpi.out itself, not through a pipe of srun's (no image holds it).
+# mpirun's daemons are started by mpi-rsh (--mca plm rsh: under Slurm,
+# Open MPI would start them with an srun of its own, a child of mpirun).
+start_job() {
+	timeout 900 "$@" bash -c 'exec "$@" </dev/null >"$0" 2>&1' "$M/mpi.out" \
+		"$B/ibcr-launch" mpirun --allow-run-as-root --oversubscribe \
+		-H vm-a:2,vm-b:2 -np 4 --mca plm rsh --mca plm_rsh_agent "$ROOT/tests/verbs/mpi-rsh" \
+		--mca pml ucx --mca btl self --mca oob_tcp_if_include eth0 \
+		-x UCX_TLS=rc_verbs,ud_verbs,self -x UCX_NET_DEVICES=rxe0:1 \
+		-x UCX_UD_VERBS_ETH_DGID_CHECK=n \
+		"$B/tests/progs/mpiring" $STEPS $MS </dev/null >"$M/launch.out" 2>&1 &
+}
+
+# B: the command mpirun's agent hands over (ORTE's orted), started detached.
+serve_orted() {
+	local i cmd
+	for ((i = 0; i < 3000; i++)); do
+		[[ -f $M/rsh/req.vm-b ]] && break
+		sleep 0.1
+	done
+	[[ -f $M/rsh/req.vm-b ]] || fail "mpirun did not ask for an orted"
+	cmd=$(cat "$M/rsh/req.vm-b")
+	setsid bash -c "$ROOT/build/ibcr-launch $cmd" </dev/null >"$M/orted.log" 2>&1 &
+	: >"$M/rsh/started.vm-b"
+}
+
+root_pid() {	# this guest's root of the job: mpirun in A, orted in B
+	if [[ $ME == A ]]; then pgrep -x mpirun; else pgrep -x orted; fi
+}
+
+ranks_here() { pgrep -P "$1" -f mpiring | wc -l; }
+
+cut() {	# cut NAME [SAVER-OPTS]: one checkpoint of the job over both guests
+	local name=$1 pid
+	shift
+	pid=$(root_pid) || abort "no $([[ $ME == A ]] && echo mpirun || echo orted) to checkpoint"
+	[[ $(ranks_here "$pid") == 2 ]] || abort "not 2 ranks below $pid: $(pgrep -a -P "$pid")"
+	mkdir -p "$M/$name"
+	"$S/saver" --tree --kill "$@" -o "$M/$name/img.$ME" \
+		--barrier "$B/ibcr-job barrier -D $M/$name/coord -n 2 -r $ME" "$pid" \
+		2>"$M/saver.$name.$ME.log" || abort "saver ($name): $(tail -n 3 "$M/saver.$name.$ME.log")"
+	echo "info: $name: $(stat -c %s "$M/$name/img.$ME") bytes"
+}
+
+ckpt() {
+	local lp n
+	setup
+	fresh ckpt
+	if [[ $ME == A ]]; then
+		start_job
+		lp=$!
+		wait_tick 3
+		mark running
+	else
+		serve_orted
+		wait_mark running 600
+	fi
+	echo "info: $((SECONDS - t0)) s: first cut"
+	cut cut1
+	[[ $ME == A ]] && { wait $lp; grep -q ANSWER "$M/mpi.out" && abort "the job ended before the cut"; }
+	n=$(ticks)
+	mark "cut1.$ME"
+	wait_mark "cut1.$([[ $ME == A ]] && echo B || echo A)" 300
+	echo "info: $((SECONDS - t0)) s: restart on the same guests"
+	timeout -k 10 900 "$S/restart-loader" --barrier "$B/ibcr-job barrier -D $M/cut1/rcoord -n 2 -r $ME" \
+		"$M/cut1/img.$ME" >"$M/restart1.$ME.log" 2>&1 &
+	lp=$!
+	if [[ $ME == A ]]; then
+		wait_tick $((n + 2))
+		mark running2
+	else
+		wait_mark running2 600
+	fi
+	echo "info: $((SECONDS - t0)) s: second cut"
+	cut cut2 --self-contained --compress
+	wait $lp
+	[[ $ME == A ]] && grep -q ANSWER "$M/mpi.out" && abort "the job ended before the second cut"
+	echo "PASS mpipair_ckpt_$ME ($((SECONDS - t0)) s)"
+}
+
+swap() {
+	local img=img.B rc=0
+	[[ $ME == B ]] && img=img.A
+	setup
+	[[ -f $M/cut2/$img ]] || fail "no cut2/$img from the first boot"
+	rm -f "$M/abort"
+	timeout -k 10 900 "$S/restart-loader" --addr-map "${IPS[0]}=${IPS[1]}" \
+		--addr-map "${IPS[1]}=${IPS[0]}" \
+		--barrier "$B/ibcr-job barrier -D $M/cut2/rcoord -n 2 -r $ME" \
+		"$M/cut2/$img" >"$M/swap.$ME.log" 2>&1 || rc=$?
+	((rc == 0)) || abort "restart-loader of $img: exit status $rc: $(tail -n 3 "$M/swap.$ME.log")"
+	[[ $ME == B ]] && check_answer	# mpirun (A's image) is here now
+	echo "PASS mpipair_swap_$ME ($([[ $ME == A ]] && echo orted || echo mpirun) from the other guest, $((SECONDS - t0)) s)"
+}
+
+check_answer() {
+	grep FAIL "$M/mpi.out" && fail "a rank found a wrong result"
+	grep -q '^ANSWER ok' "$M/mpi.out" || fail "no right answer: $(tail -n 3 "$M/mpi.out")"
+	[[ $(ticks) == $((STEPS / 10)) ]] || fail "$(ticks) ticks, want $((STEPS / 10))"
+	[[ $(sed -n 's/^tick \([0-9]*\).*/\1/p' "$M/mpi.out" | sort -n | uniq | wc -l) == \
+		$((STEPS / 10)) ]] || fail "ticks missing or repeated"
+}
+
+slurm_cluster() {
+	local out
+	out=$(bash "$ROOT/tests/verbs/slurm-up.sh" "$RW" 2>&1) || fail "no Slurm cluster: $out"
+	if [[ $ME == A ]]; then
+		out=$(salloc -N2 --no-shell -J ibcr-test 2>&1)
+		J=$(sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p' <<<"$out")
+		[[ -n $J ]] || abort "salloc: $out"
+		echo "$J" >"$M/.jobid" && mv "$M/.jobid" "$M/jobid.$PHASE"
+	else
+		wait_mark "jobid.$PHASE" 300
+		J=$(cat "$M/jobid.$PHASE")
+	fi
+}
+
+# The Slurm job runs long enough for two ibcr-job checkpoints (an agent
+# step takes seconds to start in a slow guest), whatever the load.
+slurm_job() { STEPS=1500 MS=60; }
+
+slurm() {
+	local lp n rc=0 out
+	setup
+	slurm_job
+	M=$RW/slurm
+	export IBCR_MPI_RSH_DIR=$M/rsh
+	fresh slurm
+	slurm_cluster
+	if [[ $ME == B ]]; then	# orted: a step of the job (mpi-rsh)
+		wait_mark running 600
+		pgrep -x orted >/dev/null || abort "no orted in B"
+		echo "info: ibcr-job roots $J in B: $("$B/ibcr-job" roots "$J" 2>&1 | tr '\n' ' ')"
+		wait_mark ckpted 900
+		! pgrep -x orted >/dev/null || fail "orted runs on after ibcr-job checkpoint --kill"
+		echo "PASS mpipair_slurm_$ME ($((SECONDS - t0)) s)"
+		return
+	fi
+	start_job srun --jobid "$J" -N1 -n1 -w vm-a --overlap
+	lp=$!
+	wait_tick 3
+	mark running
+	echo "info: mpirun $(pgrep -x mpirun); ibcr-job roots $J in A: $("$B/ibcr-job" roots "$J" 2>&1 | tr '\n' ' ')"
+	mkdir -p "$M/ckpt/img.1"	# node 1 cannot write its image: all fail
+	echo "info: $((SECONDS - t0)) s: ibcr-job checkpoint $J, node 1 failing"
+	out=$("$B/ibcr-job" checkpoint "$J" -D "$M/ckpt" --kill 2>&1) || rc=$?
+	echo "info: $((SECONDS - t0)) s: $(tr '\n' '|' <<<"$out")"
+	((rc == 1)) || abort "ibcr-job checkpoint with node 1 failing: status $rc: $out"
+	grep -q 'node 1 (vm-b)' <<<"$out" || abort "the failure does not name node 1: $out"
+	[[ ! -e $M/ckpt/img.0 ]] || abort "an image was left by the failed checkpoint"
+	echo "info: $(grep 'node 1' <<<"$out" | head -n 1)"
+	n=$(ticks)
+	wait_tick $((n + 2))	# every process ran on
+	rmdir "$M/ckpt/img.1"
+	echo "info: $((SECONDS - t0)) s: ibcr-job checkpoint $J"
+	out=$("$B/ibcr-job" checkpoint "$J" -D "$M/ckpt" --kill 2>&1) || abort "ibcr-job checkpoint: $out"
+	echo "info: $out"
+	wait $lp
+	grep -q ANSWER "$M/mpi.out" && abort "the job ended before the checkpoint"
+	! pgrep -x mpirun >/dev/null || abort "mpirun runs on after ibcr-job checkpoint --kill"
+	mark ckpted
+	echo "PASS mpipair_slurm_$ME ($((SECONDS - t0)) s)"
+}
+
+slurmrestart() {
+	local out
+	setup
+	slurm_job
+	M=$RW/slurm
+	[[ -f $M/ckpt/img.0 && -f $M/ckpt/img.1 ]] || fail "no images from the first boot"
+	slurm_cluster
+	if [[ $ME == B ]]; then
+		wait_mark restarted 900
+		echo "PASS mpipair_slurmrestart_$ME ($((SECONDS - t0)) s)"
+		return
+	fi
+	out=$(timeout 900 "$B/ibcr-job" restart -D "$M/ckpt" --jobid "$J" 2>&1) ||
+		abort "ibcr-job restart: status $?: $(tail -n 5 <<<"$out")"
+	check_answer
+	mark restarted
+	echo "PASS mpipair_slurmrestart_$ME (job $J, $((SECONDS - t0)) s)"
+}
+
+case $PHASE in
+ckpt) ckpt ;;
+swap) swap ;;
+slurm) slurm ;;
+slurmrestart) slurmrestart ;;
+*) echo "unknown phase $PHASE" >&2; exit 2 ;;
+esac
