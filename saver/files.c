@@ -398,11 +398,12 @@ static int ours(pid_t pid)
  * closed. A named pipe held outside would be joined again at restore
  * with the bytes still in it.
  */
-void walk_outside(const struct target *t, uint32_t n, const char *kind,
-		  int (*fn)(void *arg, pid_t pid, uint64_t ino), void *arg)
+/* Every descriptor of a process outside the image: fn(arg, pid, /proc path, its link). */
+static void walk_fds(const struct target *t, uint32_t n,
+		     int (*fn)(void *arg, pid_t pid, const char *path, const char *link),
+		     void *arg)
 {
-	char path[300], link[64];
-	size_t klen = strlen(kind);
+	char path[300], link[4096];
 	struct dirent *p, *f;
 	DIR *procs = opendir("/proc"), *fds;
 	int stop = 0;
@@ -420,9 +421,10 @@ void walk_outside(const struct target *t, uint32_t n, const char *kind,
 
 			snprintf(path, sizeof(path), "/proc/%d/fd/%s", (int)pid, f->d_name);
 			k = readlink(path, link, sizeof(link) - 1);
-			if (k > (ssize_t)klen + 2 && (link[k] = 0, !strncmp(link, kind, klen)) &&
-			    link[klen] == ':' && link[klen + 1] == '[')
-				stop = fn(arg, pid, strtoull(link + klen + 2, NULL, 10));
+			if (k > 0) {
+				link[k] = 0;
+				stop = fn(arg, pid, path, link);
+			}
 		}
 		closedir(fds);
 	}
@@ -430,40 +432,60 @@ void walk_outside(const struct target *t, uint32_t n, const char *kind,
 		closedir(procs);
 }
 
+struct kind_walk {
+	const char *kind;
+	size_t klen;
+	int (*fn)(void *arg, pid_t pid, uint64_t ino);
+	void *arg;
+};
+
+static int kind_one(void *arg, pid_t pid, const char *path, const char *link)
+{
+	const struct kind_walk *w = arg;
+
+	(void)path;
+	if (strncmp(link, w->kind, w->klen) || link[w->klen] != ':' || link[w->klen + 1] != '[')
+		return 0;
+	return w->fn(w->arg, pid, strtoull(link + w->klen + 2, NULL, 10));
+}
+
+void walk_outside(const struct target *t, uint32_t n, const char *kind,
+		  int (*fn)(void *arg, pid_t pid, uint64_t ino), void *arg)
+{
+	struct kind_walk w = { kind, strlen(kind), fn, arg };
+
+	walk_fds(t, n, kind_one, &w);
+}
+
+struct held_walk {
+	const char *want;
+	const struct ibcr_fobj *ob;
+	int found;
+};
+
+static int held_one(void *arg, pid_t pid, const char *path, const char *link)
+{
+	struct held_walk *w = arg;
+	struct stat st;
+
+	(void)pid;
+	w->found = !strcmp(link, w->want) && !stat(path, &st) && st.st_ino == w->ob->ino &&
+		   st.st_dev == w->ob->dev;
+	return w->found;
+}
+
 static int held_outside(const struct target *t, uint32_t n, const struct fobjs *o, uint32_t i)
 {
 	const struct ibcr_fobj *ob = &o->f.objs[i];
-	char want[4096], path[300], link[4096];
-	struct dirent *p, *f;
-	DIR *procs = opendir("/proc"), *fds;
-	int found = 0;
+	char want[4096];
+	struct held_walk w = { want, ob, 0 };
 
 	if (ob->kind == IBCR_FD_PIPE)
 		snprintf(want, sizeof(want), "pipe:[%llu]", (unsigned long long)ob->aux[0]);
 	else
 		snprintf(want, sizeof(want), "%s", o->f.paths[i]);
-	while (procs && !found && (p = readdir(procs))) {
-		pid_t pid = (pid_t)atoi(p->d_name);
-
-		if (pid <= 0 || ours(pid) || in_image(t, n, pid))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-		if (!(fds = opendir(path)))
-			continue;
-		while (!found && (f = readdir(fds))) {
-			struct stat st;
-			ssize_t k;
-
-			snprintf(path, sizeof(path), "/proc/%d/fd/%s", (int)pid, f->d_name);
-			k = readlink(path, link, sizeof(link) - 1);
-			found = k > 0 && (link[k] = 0, !strcmp(link, want)) && !stat(path, &st) &&
-				st.st_ino == ob->ino && st.st_dev == ob->dev;
-		}
-		closedir(fds);
-	}
-	if (procs)
-		closedir(procs);
-	return found;
+	walk_fds(t, n, held_one, &w);
+	return w.found;
 }
 
 static int on_std_fd(const struct target *x, uint32_t i)
