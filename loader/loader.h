@@ -12,7 +12,7 @@
 #include "err.h"
 #include "image_io.h"
 #include "model.h"
-#include "plan.h"
+#include "core/plan.h"
 
 /* Bytes the core writes into restored memory before threads resume. */
 struct poke {

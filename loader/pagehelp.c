@@ -23,7 +23,7 @@
 #include "buf.h"
 #include "fdio.h"
 #include "loader.h"
-#include "xxh64.h"
+#include "rt/xxh64.h"
 
 #define HELP_BUF (4u << 20)
 #define HELP_IOV 1024	/* IOV_MAX */
