@@ -6,7 +6,7 @@
 # GNUmakefile from its INC_* lists), never through ".." or an absolute
 # path; and the lower layers must not reach the upper ones whatever their
 # include path says: lib/ no header of saver/, loader/, the core, verbs/
-# or tools/, arch/ nothing above it. DIR (default: the repository) is the
+# or tools/, arch/ nothing above it (not even lib/). DIR (default: the repository) is the
 # tree to check, with its build/gen and build/view (the selftest's copy).
 set -u
 cd "${1:-$(dirname "$0")/..}" || exit 2
@@ -26,7 +26,7 @@ component() {
 # the directories a component must never reach, include path or not
 declare -A forbidden=(
 	[lib]="saver/ loader/ freestanding/core/ verbs/ tools/"
-	[arch]="saver/ loader/ freestanding/core/ verbs/ tools/"
+	[arch]="lib/ saver/ loader/ freestanding/ verbs/ tools/"
 	[freestanding]="lib/ saver/ loader/ freestanding/core/ verbs/ tools/ arch/"
 	[core]="saver/ loader/ verbs/ tools/ arch/"
 )
