@@ -194,7 +194,7 @@ static int epoll_entries(const struct restore *rs, const struct ibcr_verbs_contr
 }
 
 /*
- * The restored threads must keep sharing one credential (docs/design.md,
+ * The restored threads must keep sharing one credential (docs/design-notes.md,
  * "Shared credentials"): the kernel refuses a verbs command (EACCES) from
  * a thread whose credential is not the very one the device was opened
  * with. They do when the core sets them once for all (PLAN_CREDS_SHARED)
