@@ -86,8 +86,7 @@ int imgw_open(struct img_writer *w, const char *path, uint32_t arch,
 	n = strlen(path) + 32;
 	w->tmp = xmalloc(n);
 	snprintf(w->tmp, n, "%s.tmp.%d", path, (int)getpid());
-	/* read-write: on tmpfs it is filled through a mapping (wqmap.h) */
-	w->fd = open(w->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (w->fd < 0) {
 		ibcr_fail_errno(e, errno, "creating image %s", w->tmp);
 		free(w->path);

@@ -8,7 +8,6 @@
 
 #include "buf.h"
 #include "fdio.h"
-#include "wqmap.h"
 #include "wqueue.h"
 
 #define NBUF 4
@@ -47,7 +46,6 @@ struct wqueue {
 	int err;		/* the first errno of a write, 0 if none */
 	int stop;
 	uint64_t written, kicked;
-	struct wqmap *map;	/* tmpfs: filled in place, no thread, no buffers */
 };
 
 /* Stops direct I/O for good (under the lock): 0, or -1 with errno set. */
@@ -187,17 +185,13 @@ struct wqueue *wq_open(int fd, int direct)
 	int want;
 
 	q->fd = fd;
-	pthread_mutex_init(&q->mu, NULL);
-	pthread_cond_init(&q->cv, NULL);
-	/* tmpfs has no disk to write past its cache: direct means nothing there */
-	q->map = wqm_open(fd);
-	if (q->map)
-		return q;
 	/* a file system without direct I/O refuses it here: page cache then */
 	q->direct = direct && !fd_set_direct(fd, 1);
 	want = q->direct ? NWRITERS_DIRECT : 1;
 	for (int i = 0; i < NBUF; i++)
 		q->buf[i] = xmalloc_aligned(WQ_DIRECT_ALIGN, WQ_BUF_SIZE);
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->cv, NULL);
 	while (q->nth < want && !pthread_create(&q->th[q->nth], NULL, writer, q))
 		q->nth++;
 	if (!q->nth) {
@@ -211,19 +205,7 @@ struct wqueue *wq_open(int fd, int direct)
 
 uint8_t *wq_buf(struct wqueue *q)
 {
-	uint8_t *p;
-
-	if (!q->map)
-		return q->buf[q->submitted % NBUF];
-	p = q->err ? NULL : wqm_buf(q->map, q->end);
-	if (p)
-		return p;
-	/* the file could not grow (a full tmpfs): the next submit says so */
-	if (!q->err)
-		q->err = errno;
-	if (!q->buf[0])
-		q->buf[0] = xmalloc(WQ_BUF_SIZE);
-	return q->buf[0];
+	return q->buf[q->submitted % NBUF];
 }
 
 static int failed(struct wqueue *q)
@@ -238,11 +220,6 @@ int wq_submit(struct wqueue *q, size_t len)
 {
 	int i, rc;
 
-	if (q->map) {	/* the bytes are in the file already */
-		q->end += len;
-		q->submitted++;
-		return failed(q);
-	}
 	pthread_mutex_lock(&q->mu);
 	i = (int)(q->submitted % NBUF);
 	q->len[i] = len;
@@ -281,11 +258,6 @@ int wq_drain(struct wqueue *q)
 {
 	int rc;
 
-	if (q->map) {
-		if (!q->err && wqm_finish(q->map, q->end))
-			q->err = errno;
-		return failed(q);
-	}
 	pthread_mutex_lock(&q->mu);
 	while (any_busy(q))
 		pthread_cond_wait(&q->cv, &q->mu);
@@ -304,7 +276,6 @@ void wq_close(struct wqueue *q)
 	pthread_mutex_unlock(&q->mu);
 	for (int i = 0; i < q->nth; i++)
 		pthread_join(q->th[i], NULL);
-	wqm_close(q->map);
 	pthread_mutex_destroy(&q->mu);
 	pthread_cond_destroy(&q->cv);
 	free_bufs(q);

@@ -23,9 +23,6 @@
  * the last of a file written in one go); the rest goes through the page
  * cache. A file system without direct I/O gets the page cache only.
  * docs/design-notes.md, "Writing the image", says why and when.
- *
- * On tmpfs (wqmap.h) the buffers are the file's own pages, mapped, and
- * nothing is written: a submit only moves on, direct I/O is not used.
  */
 #define WQ_BUF_SIZE (1u << 20)
 /* what direct I/O needs of buffers, lengths and offsets (512 B and 4 KiB block disks) */

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# An image written onto tmpfs is filled through a mapping of its own
-# pages (lib/wqmap.c), not written: it must come out whole (verified by
-# ckpt-info, restored with every word of memory right), no larger than
-# its content, also when the saver writes it twice in a row onto the
-# same file name; and on a tmpfs too small for it the saver must fail
-# with a message naming the image and the cause, leave nothing there,
-# and the process run on unharmed (a store into a page tmpfs has no
-# room for would kill the saver with SIGBUS instead).
+# An image written onto tmpfs (where `make bench` writes in the CRIU
+# guest) must come out whole: verified by ckpt-info, restored with every
+# word of memory right, no larger than its content, also when the saver
+# writes it twice in a row onto the same name. On a tmpfs too small for
+# it the saver must fail with a message naming the image and the cause,
+# leave nothing there, and the process run on unharmed. (It guarded a
+# fill of the image through a mapping of its pages, where a store into
+# a page the full tmpfs has no room for kills the saver with SIGBUS;
+# that path was measured slower and is gone, docs/design-notes.md.)
 . "$(dirname "$0")/lib.sh"
 
 is_root || fail "needs root: it mounts tmpfs file systems of its own"
