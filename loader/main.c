@@ -70,6 +70,16 @@ __attribute__((noreturn)) void exit_like(int st)
 	_exit(WEXITSTATUS(st));
 }
 
+/* The page data reader of j's process, once; j->pages_open says whether it is. */
+static void job_pages_open(struct job *j, struct ibcr_err *e)
+{
+	if (j->pages_open || pages_open(&j->pages, &j->ps, j->rs.r->fd, j->rs.r->path,
+					j->child, e))
+		return;
+	j->pages_open = 1;
+	j->pages.rs = &j->rs;	/* its lazy regions stay out of the stream */
+}
+
 /*
  * A region of a compressed image, asked for by the core ('P', its index
  * and its userfaultfd's number or -1): fill it, answer 'K'; 'N' when
@@ -88,9 +98,7 @@ static void serve_fill(struct job *j)
 		return;
 	memcpy(&idx, msg, 4);
 	memcpy(&fd, msg + 4, 4);
-	if (!j->pages_open && !pages_open(&j->pages, &j->ps, j->rs.r->fd, j->rs.r->path,
-					  j->child, &e))
-		j->pages_open = 1;
+	job_pages_open(j, &e);
 	if (j->pages_open)
 		rc = pages_fill(&j->pages, idx, fd, &e);
 	if (rc > 0)
@@ -127,9 +135,7 @@ static void serve_help(struct job *j, int uffd)
 	memcpy(&from, msg + 4, 8);
 	if (uffd)
 		memcpy(&fd, msg + 12, 4);
-	if (!j->pages_open && !pages_open(&j->pages, &j->ps, j->rs.r->fd, j->rs.r->path,
-					  j->child, &e))
-		j->pages_open = 1;
+	job_pages_open(j, &e);
 	if (!j->pages_open)
 		rc = -1;
 	else if (uffd)

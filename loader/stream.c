@@ -24,6 +24,7 @@
 #include "buf.h"
 #include "fdio.h"
 #include "loader.h"
+#include "pagecache.h"
 #include "stream.h"
 #include "xxh64.h"
 
@@ -89,36 +90,21 @@ static void cut(struct stream *s, const struct stream_ext *ext, size_t n)
 }
 
 /*
- * Which pieces the page cache holds whole (mincore of the file mapped);
- * those are read through it. Without the answer, all go direct.
+ * Which pieces the page cache holds whole; those are read through it.
+ * None (or all) of the data cached, the common cases, costs one look.
  */
 static void residency(struct stream *s)
 {
-	size_t pg = (size_t)getpagesize();
-	uint64_t lo, hi;
-	uint8_t *vec;
-	void *map;
+	uint64_t lo, hi, missing;
 
 	if (!s->npieces)
 		return;
-	lo = s->pieces[0].off / pg * pg;
+	lo = s->pieces[0].off;
 	hi = s->pieces[s->npieces - 1].off + s->pieces[s->npieces - 1].len;
-	map = mmap(NULL, hi - lo, PROT_READ, MAP_SHARED, s->fd, (off_t)lo);
-	if (map == MAP_FAILED)
-		return;
-	vec = xmalloc((hi - lo) / pg + 1);
-	if (!mincore(map, hi - lo, vec))
-		for (uint64_t i = 0; i < s->npieces; i++) {
-			const struct piece *p = &s->pieces[i];
-			uint64_t first = (p->off - lo) / pg, last = (p->off + p->len - 1 - lo) / pg;
-			int all = 1;
-
-			for (uint64_t k = first; k <= last && all; k++)
-				all = vec[k] & 1;
-			s->pieces[i].cached = (uint8_t)all;
-		}
-	free(vec);
-	munmap(map, hi - lo);
+	missing = pagecache_missing(s->fd, lo, hi - lo);
+	for (uint64_t i = 0; i < s->npieces && missing < hi - lo; i++)
+		s->pieces[i].cached = !missing ||
+				      !pagecache_missing(s->fd, s->pieces[i].off, s->pieces[i].len);
 }
 
 /* len bytes at off into buf: 0 or an errno (EIO: the image ends early). */
@@ -357,28 +343,6 @@ void stream_close(struct stream *s)
 	free(s);
 }
 
-/* Bytes of [off, off + len) of fd that the page cache does not hold. */
-uint64_t stream_uncached(int fd, uint64_t off, uint64_t len)
-{
-	size_t pg = (size_t)getpagesize();
-	uint64_t lo = off / pg * pg, hi = off + len, missing = 0;
-	uint8_t *vec;
-	void *map;
-
-	if (!len)
-		return 0;
-	map = mmap(NULL, hi - lo, PROT_READ, MAP_SHARED, fd, (off_t)lo);
-	if (map == MAP_FAILED)
-		return 0;
-	vec = xmalloc((hi - lo) / pg + 1);
-	if (!mincore(map, hi - lo, vec))
-		for (uint64_t k = 0; k < (hi - lo + pg - 1) / pg; k++)
-			missing += (vec[k] & 1) ? 0 : pg;
-	free(vec);
-	munmap(map, hi - lo);
-	return missing;
-}
-
 /*
  * Which processes the loader fills from the stream: those whose page
  * data the page cache lacks more than STREAM_MIN bytes of. Any part
@@ -403,7 +367,7 @@ void stream_decide(struct job *j, uint32_t n, int img_fd, int verbose)
 			j[i].rs.stream_fill = !strcmp(force, "stream");
 			continue;
 		}
-		missing = stream_uncached(img_fd, ps->pages_off, ps->pages_size);
+		missing = pagecache_missing(img_fd, ps->pages_off, ps->pages_size);
 		j[i].rs.stream_fill = missing > STREAM_MIN;
 		if (verbose && j[i].rs.stream_fill)
 			fprintf(stderr, "restart-loader: pid %d: %llu MiB of its %llu MiB of page "

@@ -36,8 +36,6 @@ struct stream *stream_open(int fd, const struct stream_ext *ext, size_t n, int d
 int stream_region(struct stream *s, const struct stream_ext *x, uint32_t *sum);
 uint64_t stream_direct_bytes(const struct stream *s);
 void stream_close(struct stream *s);
-/* How many bytes of [off, off + len) of fd the page cache lacks. */
-uint64_t stream_uncached(int fd, uint64_t off, uint64_t len);
 
 /* Sets rs.stream_fill of the image's processes (IBCR_FILL, the page cache). */
 struct job;
