@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -125,8 +126,9 @@ static char start_fill(struct job *j, int32_t num)
 	for (uint32_t i = 0; i < j->ps.nvmas; i++)
 		lz->is_lazy[i] = (uint8_t)lazy_region(&j->rs, i);
 	lz->pages.child = j->child;
+	lz->go = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	lz->ufd = pages_take_fd(&lz->pages, num);
-	if (lz->ufd < 0) {
+	if (lz->ufd < 0 || lz->go < 0) {
 		lazy_free(lz);
 		return 'N';
 	}
@@ -180,12 +182,25 @@ unsigned long long lazy_faults(const struct lazy *lz)
 	return lz->faults;
 }
 
+void lazy_resumed(struct lazy *lz)
+{
+	uint64_t one = 1;
+
+	__atomic_store_n(&lz->resumed, 1, __ATOMIC_RELEASE);
+	if (write(lz->go, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
+		perror("restart-loader: waking the lazy fill");	/* cannot be: an eventfd */
+}
+
 void lazy_free(struct lazy *lz)
 {
 	if (!lz)
 		return;
-	if (lz->started)
+	if (lz->started) {
+		lazy_resumed(lz);	/* a fill still waiting for the resume ends too */
 		pthread_join(lz->th, NULL);
+	}
+	if (lz->go >= 0)
+		close(lz->go);
 	if (lz->ufd >= 0)
 		close(lz->ufd);
 	free(lz->ext);

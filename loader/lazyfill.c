@@ -347,10 +347,30 @@ static int pace(struct lazy *lz, double *next)
 	return CP_OK;
 }
 
+/*
+ * Until the program runs, only its faults (and the core's for it) are
+ * served: the core's work is what "running again" waits for, and the
+ * background copies would take CPUs and the mm's lock from it.
+ */
+static int until_resumed(struct lazy *lz)
+{
+	struct pollfd p[2] = { { lz->ufd, POLLIN, 0 }, { lz->go, POLLIN, 0 } };
+
+	while (!__atomic_load_n(&lz->resumed, __ATOMIC_ACQUIRE)) {
+		if (poll(p, 2, lz->npend ? 1 : -1) < 0 && errno != EINTR)
+			return CP_GONE;
+		if (drain(lz, 0) == CP_GONE)
+			return CP_GONE;
+	}
+	return CP_OK;
+}
+
 void lazy_fill(struct lazy *lz)
 {
 	double next = 0;
 
+	if (until_resumed(lz) == CP_GONE)
+		return;
 	for (;;) {
 		int rc = drain(lz, 0);
 

@@ -24,6 +24,7 @@ struct lazy {
 	pid_t child, holder;	/* holder: lazy_hold's thread */
 	int pid;		/* the saved pid, for messages */
 	int img_fd, ufd, slow_ms, started, over, heard;
+	int go, resumed;	/* eventfd: the program runs (lazy_resumed) */
 	const char *path;
 	pthread_t th;
 	struct pages pages;	/* only for pages_take_fd */
@@ -40,6 +41,8 @@ struct lazy {
 
 /* lazyfill.c */
 void ext_add(struct lazy *lz, uint64_t addr, uint64_t len, uint64_t doff, uint32_t region);
+/* The program runs: the fill goes on beyond its faults (lazy.c). */
+void lazy_resumed(struct lazy *lz);
 /* Fills until nothing is left or the process is gone. */
 void lazy_fill(struct lazy *lz);
 

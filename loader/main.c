@@ -44,12 +44,14 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+static double trace_t0;	/* the loader's start: trace lines say when */
+
 /* Prints a trace line of the child or its core (IBCR_TRACE=1). */
 static void print_trace(int fd)
 {
 	char c;
 
-	fputs("restart-loader: trace: ", stderr);
+	fprintf(stderr, "restart-loader: trace: %.1f ms: ", now_ms() - trace_t0);
 	while (read(fd, &c, 1) == 1 && c != '\n')
 		fputc(c, stderr);
 	fputc('\n', stderr);
@@ -428,7 +430,7 @@ static int start_all(const struct loader_opts *o, struct job *j, uint32_t n, int
 
 int main(int argc, char **argv)
 {
-	double start = now_ms(), t_prepared, t_filled;
+	double start = trace_t0 = now_ms(), t_prepared, t_filled;
 	uint64_t copied = 0, written = 0, direct = 0;	/* page data we put in, read direct */
 	struct loader_opts o;
 	struct img_reader r;
