@@ -38,6 +38,7 @@
 #include "lazy.h"
 #include "lazyfill.h"
 #include "loader.h"
+#include "stream.h"
 #include "xxh64.h"
 
 #define LAZY_MIN (1u << 20)	/* smaller regions: filled before the resume */
@@ -92,6 +93,33 @@ static void build_extents(struct lazy *lz)
 	}
 }
 
+/*
+ * The background fill of a cold image goes at the disk's speed, as the
+ * eager fill does (stream.c); faults still read their chunk through the
+ * page cache. Opened once the program runs: its reads would delay the
+ * core's.
+ */
+void lazy_open_stream(struct lazy *lz)
+{
+	const struct ibcr_process_state *ps = lz->ps;
+	struct stream_ext *ext;
+	struct ibcr_err e = { "" };
+	size_t n = 0;
+
+	if (!lz->cold)
+		return;
+	ext = xcalloc(ps->nvmas + 1, sizeof(*ext));
+	for (uint32_t i = 0; i < ps->nvmas; i++)
+		if (lz->is_lazy[i])
+			ext[n++] = (struct stream_ext){ ps->pages_off + ps->vmas[i].data_off,
+							ps->vmas[i].data_len, i };
+	lz->stream = stream_open(lz->img_fd, ext, n, 1, NULL, &e);
+	if (!lz->stream)	/* then through the page cache, only slower */
+		fprintf(stderr, "restart-loader: pid %d: %s: read through the page cache\n",
+			lz->pid, e.msg);
+	free(ext);
+}
+
 static void *fill_main(void *arg)
 {
 	struct lazy *lz = arg;
@@ -122,6 +150,7 @@ static char start_fill(struct job *j, int32_t num)
 	lz->pid = j->ps.rec.pid;
 	lz->holder = (pid_t)syscall(SYS_gettid);
 	lz->slow_ms = slow ? atoi(slow) : 0;
+	lz->cold = j->rs.stream_fill;
 	lz->is_lazy = xcalloc(j->ps.nvmas + 1, 1);
 	for (uint32_t i = 0; i < j->ps.nvmas; i++)
 		lz->is_lazy[i] = (uint8_t)lazy_region(&j->rs, i);
@@ -177,6 +206,11 @@ double lazy_fill_ms(const struct lazy *lz)
 	return lz->t_end - lz->t_start;
 }
 
+uint64_t lazy_direct_bytes(const struct lazy *lz)
+{
+	return stream_direct_bytes(lz->stream);
+}
+
 unsigned long long lazy_faults(const struct lazy *lz)
 {
 	return lz->faults;
@@ -203,6 +237,7 @@ void lazy_free(struct lazy *lz)
 		close(lz->go);
 	if (lz->ufd >= 0)
 		close(lz->ufd);
+	stream_close(lz->stream);
 	free(lz->ext);
 	free(lz->sumbase);
 	free(lz->is_lazy);

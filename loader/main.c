@@ -574,9 +574,10 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < r.hdr.nprocs; i++) {
 		lazy_hold(j[i].lazy, j[i].child, &j[i].st, &j[i].exited);
 		if (o.stats && j[i].lazy)
-			fprintf(stderr, "ibcr-stats: lazy_fill_ms=%.1f full_ms=%.1f faults=%llu\n",
-				lazy_fill_ms(j[i].lazy), now_ms() - start,
-				(unsigned long long)lazy_faults(j[i].lazy));
+			fprintf(stderr, "ibcr-stats: lazy_fill_ms=%.1f full_ms=%.1f faults=%llu "
+				"direct_kb=%llu\n", lazy_fill_ms(j[i].lazy), now_ms() - start,
+				(unsigned long long)lazy_faults(j[i].lazy),
+				(unsigned long long)(lazy_direct_bytes(j[i].lazy) >> 10));
 		lazy_free(j[i].lazy);
 		j[i].lazy = NULL;
 	}

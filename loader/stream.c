@@ -66,9 +66,15 @@ struct stream {
 	pthread_t th[NREAD];
 	int nth, stop;
 	uint64_t direct_bytes;
+	uint64_t take;		/* stream_take: the piece held, or UINT64_MAX */
+	int seeking;
 };
 
-/* Cuts the extents into pieces that end on PIECE boundaries of the file. */
+/*
+ * Cuts the extents into pieces that end on PIECE boundaries of the file;
+ * of each extent's data when taken in order (stream_take: a piece then
+ * holds whole chunks of the data's sums).
+ */
 static void cut(struct stream *s, const struct stream_ext *ext, size_t n)
 {
 	size_t pg = (size_t)getpagesize();
@@ -79,7 +85,8 @@ static void cut(struct stream *s, const struct stream_ext *ext, size_t n)
 	s->pieces = xcalloc(cap + 1, sizeof(*s->pieces));
 	for (size_t i = 0; i < n; i++)
 		for (uint64_t at = ext[i].off, end = ext[i].off + ext[i].len; at < end; ) {
-			uint64_t stop = (at / PIECE + 1) * PIECE;
+			uint64_t base = s->sink.put ? 0 : ext[i].off % PIECE;
+			uint64_t stop = ((at - base) / PIECE + 1) * PIECE + base;
 
 			if (stop > end)
 				stop = end;
@@ -135,7 +142,7 @@ static int put_piece(struct stream *s, uint64_t i, const uint8_t *buf, uint32_t 
 /* A slot whose piece may be put in now, or NULL (under the lock). */
 static struct pslot *puttable(struct stream *s)
 {
-	for (int k = 0; k < NSLOT; k++) {
+	for (int k = 0; k < NSLOT && s->sink.put; k++) {
 		struct pslot *sl = &s->slot[k];
 		uint32_t region;
 
@@ -165,7 +172,7 @@ static void piece_done(struct stream *s, struct pslot *sl, int err, uint32_t sum
 
 static int can_read(const struct stream *s)
 {
-	return s->next < s->npieces && s->slot[s->next % NSLOT].state == SLOT_FREE;
+	return !s->seeking && s->next < s->npieces && s->slot[s->next % NSLOT].state == SLOT_FREE;
 }
 
 static void *reader(void *arg)
@@ -216,7 +223,9 @@ struct stream *stream_open(int fd, const struct stream_ext *ext, size_t n, int d
 
 	s->fd = fd;
 	s->dfd = -1;
-	s->sink = *sink;
+	s->take = UINT64_MAX;
+	if (sink)
+		s->sink = *sink;
 	cut(s, ext, n);
 	/* the very file, not whatever has its name now */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
@@ -240,8 +249,8 @@ struct stream *stream_open(int fd, const struct stream_ext *ext, size_t n, int d
 	return s;
 }
 
-/* Region r's pieces, [*first, *end), or none. */
-static void pieces_of(const struct stream *s, uint32_t r, uint64_t *first, uint64_t *end)
+/* The first piece of a region after r - 1 (pieces are in region order). */
+static uint64_t first_of(const struct stream *s, uint64_t r)
 {
 	uint64_t lo = 0, hi = s->npieces;
 
@@ -253,10 +262,14 @@ static void pieces_of(const struct stream *s, uint32_t r, uint64_t *first, uint6
 		else
 			hi = mid;
 	}
-	*first = lo;
-	while (hi < s->npieces && s->pieces[hi].region == r)
-		hi++;
-	*end = hi < lo ? lo : hi;
+	return lo;
+}
+
+/* Region r's pieces, [*first, *end), or none. */
+static void pieces_of(const struct stream *s, uint32_t r, uint64_t *first, uint64_t *end)
+{
+	*first = first_of(s, r);
+	*end = first_of(s, (uint64_t)r + 1);
 }
 
 /*
@@ -313,6 +326,105 @@ int stream_region(struct stream *s, const struct stream_ext *x, uint32_t *sum)
 	err = s->err;
 	pthread_mutex_unlock(&s->mu);
 	return err;
+}
+
+/* Piece k's slot (it was asked for, so it is or will be read into one). */
+static struct pslot *slot_of(struct stream *s, uint64_t k)
+{
+	struct pslot *sl = &s->slot[k % NSLOT];
+
+	while (!(sl->piece == k && (sl->state == SLOT_READ || sl->state == SLOT_PUTTING)))
+		pthread_cond_wait(&s->cv, &s->mu);
+	return sl;
+}
+
+/*
+ * The stream at piece k: those before it given back (their slots read
+ * again); away from what it read ahead, all of that (a seek: the
+ * reading goes on from k). Under the lock.
+ */
+static void seek_to(struct stream *s, uint64_t k)
+{
+	int away = k < s->take || k > s->next;
+
+	s->seeking = away;	/* no new read meanwhile: the window holds still */
+	for (uint64_t i = s->take; i < (away ? s->next : k); i++)
+		slot_of(s, i)->state = SLOT_FREE;
+	if (away)
+		s->next = k;
+	s->take = k;
+	s->seeking = 0;
+	pthread_cond_broadcast(&s->cv);
+}
+
+/* The piece of region's data [d0, d1), or UINT64_MAX when no one piece holds it. */
+static uint64_t piece_at(const struct stream *s, uint32_t region, uint64_t d0, uint64_t d1)
+{
+	uint64_t first, end, k, pg = (uint64_t)getpagesize();
+
+	pieces_of(s, region, &first, &end);
+	if (first == end || s->sink.put || !s->nth)
+		return UINT64_MAX;
+	k = first + d0 / PIECE;
+	if (k >= end || d0 < s->pieces[k].index * pg ||
+	    d1 > s->pieces[k].index * pg + s->pieces[k].len)
+		return UINT64_MAX;
+	return k;
+}
+
+int stream_ahead(struct stream *s, uint32_t region, uint64_t d, uint64_t *end)
+{
+	uint64_t k = piece_at(s, region, d, d), pg = (uint64_t)getpagesize();
+	int near;
+
+	if (k == UINT64_MAX) {
+		*end = 0;
+		return 0;
+	}
+	pthread_mutex_lock(&s->mu);
+	near = s->take != UINT64_MAX && k >= s->take && k < s->take + NSLOT;
+	pthread_mutex_unlock(&s->mu);
+	*end = s->pieces[k].index * pg + s->pieces[k].len;
+	return near;
+}
+
+const uint8_t *stream_peek(struct stream *s, uint32_t region, uint64_t d0, uint64_t d1)
+{
+	uint64_t k = piece_at(s, region, d0, d1), pg = (uint64_t)getpagesize();
+	const uint8_t *at = NULL;
+	struct pslot *sl;
+
+	if (k == UINT64_MAX)
+		return NULL;
+	pthread_mutex_lock(&s->mu);
+	sl = &s->slot[k % NSLOT];
+	if (k >= s->take && k < s->next && sl->piece == k && !sl->err &&
+	    (sl->state == SLOT_READ || sl->state == SLOT_PUTTING))
+		at = sl->buf + (d0 - s->pieces[k].index * pg);
+	pthread_mutex_unlock(&s->mu);
+	return at;
+}
+
+const uint8_t *stream_take(struct stream *s, uint32_t region, uint64_t d0, uint64_t d1,
+			   int *err)
+{
+	uint64_t k = piece_at(s, region, d0, d1), pg = (uint64_t)getpagesize();
+	const struct piece *p;
+	struct pslot *sl;
+
+	*err = 0;
+	if (k == UINT64_MAX)
+		return NULL;
+	p = &s->pieces[k];
+	pthread_mutex_lock(&s->mu);
+	if (s->take == UINT64_MAX)
+		s->take = 0;
+	seek_to(s, k);
+	sl = slot_of(s, k);
+	sl->state = SLOT_PUTTING;	/* ours until the next take */
+	*err = sl->err;
+	pthread_mutex_unlock(&s->mu);
+	return *err ? NULL : sl->buf + (d0 - p->index * pg);
 }
 
 uint64_t stream_direct_bytes(const struct stream *s)
