@@ -7,7 +7,7 @@
 # the fill; a damaged page is found before it goes in and kills the
 # program with the reason; IBCR_NO_UFFD=1 and a user without
 # CAP_SYS_PTRACE get the eager fill; an image out of the page cache
-# restores, lazily and not.
+# restores, lazily (its fill reading with direct I/O) and not.
 . "$(dirname "$0")/lib.sh"
 
 # lazy_restart IMAGE [ARGS...]: restart IMAGE --lazy --stats -v, slowed.
@@ -89,6 +89,17 @@ for how in --lazy eager; do
 	fi
 	wait_line "$T/prog.out" "^tick $((before + 3)) pid $RPID\$"
 	grep -q FAIL "$T/prog.out" && fail "cold $how: $(grep FAIL "$T/prog.out")"
+	if [ $how = --lazy ]; then
+		# the background fill read the cold heap with direct reads, as
+		# the eager fill does, while the heap's sums went on right
+		wait_line "$T/loader.err" '^ibcr-stats: lazy_fill_ms='
+		direct=$(sed -n 's/^ibcr-stats: lazy_fill_ms=.* direct_kb=\([0-9]*\).*/\1/p' "$T/loader.err")
+		[ "${direct:-0}" -ge $((32 << 10)) ] ||
+			fail "cold --lazy: ${direct:-no} KiB read direct: $(cat "$T/loader.err")"
+		before=$(last_tick "$T/prog.out")
+		wait_line "$T/prog.out" "^tick $((before + 2)) pid $RPID\$"
+		grep -q FAIL "$T/prog.out" && fail "cold $how, filled: $(grep FAIL "$T/prog.out")"
+	fi
 	kill_tree "$LPID"
 done
 
