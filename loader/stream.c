@@ -9,8 +9,10 @@
  * the cache holds whole with plain pread), by NREAD threads, into a ring
  * of NSLOT buffers, ahead of the core's requests; each thread also sums
  * the pieces it read and puts them in place once their region is asked
- * for, so reading, summing and copying run on every CPU at once. The
- * buffers are ours alone: the bytes summed are the bytes put in.
+ * for, so reading, summing and copying run on every CPU at once. A
+ * thread reads first while fewer than QD reads are in flight: when all
+ * put (CPU-bound, on two CPUs here), the disk stood idle. The buffers
+ * are ours alone: the bytes summed are the bytes put in.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,7 +32,8 @@
 
 #define PIECE (1u << 20)
 #define NSLOT 16
-#define NREAD 4
+#define NREAD 6	/* threads: QD reading, the others summing and copying */
+#define QD 3
 
 struct piece {
 	uint64_t off;		/* in the file */
@@ -68,6 +71,7 @@ struct stream {
 	uint64_t direct_bytes;
 	uint64_t take;		/* stream_take: the piece held, or UINT64_MAX */
 	int seeking;
+	int reading;		/* reads in flight */
 };
 
 /*
@@ -189,6 +193,9 @@ static void *reader(void *arg)
 			pthread_cond_wait(&s->cv, &s->mu);
 		if (s->stop)
 			break;
+		/* reads first while fewer than QD are in flight: keep the disk busy */
+		if (sl && can_read(s) && s->reading < QD)
+			sl = NULL;
 		if (sl) {
 			/* pieces of regions passed over were never asked for: dropped */
 			int skip = s->pieces[sl->piece].region < s->open;
@@ -203,12 +210,14 @@ static void *reader(void *arg)
 		sl = &s->slot[s->next % NSLOT];
 		sl->piece = s->next++;
 		sl->state = SLOT_READING;
+		s->reading++;
 		pthread_mutex_unlock(&s->mu);
 		err = read_at(s, s->pieces[sl->piece].off, s->pieces[sl->piece].len,
 			      !s->pieces[sl->piece].cached, sl->buf);
 		pthread_mutex_lock(&s->mu);
 		sl->err = err;
 		sl->state = SLOT_READ;
+		s->reading--;
 		pthread_cond_broadcast(&s->cv);
 	}
 	pthread_mutex_unlock(&s->mu);
