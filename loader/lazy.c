@@ -94,10 +94,12 @@ static void build_extents(struct lazy *lz)
 }
 
 /*
- * The background fill of a cold image goes at the disk's speed, as the
- * eager fill does (stream.c); faults still read their chunk through the
- * page cache. Opened once the program runs: its reads would delay the
- * core's.
+ * The background fill reads through stream.c, as the eager fill does: a
+ * cold image with its direct reads, at the disk's speed, a cached one
+ * by its threads (the fill thread only sums and copies: 256 MiB all in
+ * in 0.25-0.53 s against 0.47-0.92 s reading it itself). Faults outside
+ * the stream's reach read their chunk themselves. Opened once the
+ * program runs: its reads would delay the core's.
  */
 void lazy_open_stream(struct lazy *lz)
 {
@@ -106,8 +108,6 @@ void lazy_open_stream(struct lazy *lz)
 	struct ibcr_err e = { "" };
 	size_t n = 0;
 
-	if (!lz->cold)
-		return;
 	ext = xcalloc(ps->nvmas + 1, sizeof(*ext));
 	for (uint32_t i = 0; i < ps->nvmas; i++)
 		if (lz->is_lazy[i])
@@ -150,7 +150,6 @@ static char start_fill(struct job *j, int32_t num)
 	lz->pid = j->ps.rec.pid;
 	lz->holder = (pid_t)syscall(SYS_gettid);
 	lz->slow_ms = slow ? atoi(slow) : 0;
-	lz->cold = j->rs.stream_fill;
 	lz->is_lazy = xcalloc(j->ps.nvmas + 1, 1);
 	for (uint32_t i = 0; i < j->ps.nvmas; i++)
 		lz->is_lazy[i] = (uint8_t)lazy_region(&j->rs, i);

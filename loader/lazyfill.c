@@ -127,8 +127,7 @@ static int corrupt(struct lazy *lz, const struct ibcr_vma *v, uint32_t region, u
 
 /*
  * The region's data [c0, c1) (whole chunks) read and checked, at *at:
- * the stream's buffer when it has read it ahead (a background piece of
- * a cold image), else lz->buf.
+ * the stream's buffer when it has read it ahead, else lz->buf.
  */
 static int read_checked(struct lazy *lz, uint32_t region, uint64_t c0, uint64_t c1,
 			int fault, const uint8_t **at_)

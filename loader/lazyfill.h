@@ -35,7 +35,6 @@ struct lazy {
 	uint64_t *pend;		/* faults to serve again: the kernel said EAGAIN */
 	size_t npend, cappend;
 	uint8_t *buf;
-	int cold;		/* the page cache lacks the image: read by the stream */
 	struct stream *stream;	/* the lazy regions' data read ahead, in order */
 	double t_start, t_end;
 	uint64_t copied, zeroed, faults;
@@ -44,7 +43,7 @@ struct lazy {
 
 /* lazyfill.c */
 void ext_add(struct lazy *lz, uint64_t addr, uint64_t len, uint64_t doff, uint32_t region);
-/* A cold image's lazy regions read ahead with direct reads (lazy.c). */
+/* The lazy regions' data read ahead by stream.c, once the program runs (lazy.c). */
 void lazy_open_stream(struct lazy *lz);
 /* The program runs: the fill goes on beyond its faults (lazy.c). */
 void lazy_resumed(struct lazy *lz);
