@@ -556,30 +556,17 @@ def main():
         for ok, text in tg:
             print(("  met   " if ok else "  MISSED ") + text)
         print()
-    if fmd:
-        print("Freeze (host):")
-        print()
-        print(fmd)
-        print()
-        for ok, text in ftg:
-            print(("  met   " if ok else "  MISSED ") + text)
-        print()
-    if cmd:
-        print("Cold and lazy restore (host):")
-        print()
-        print(cmd)
-        print()
-        for ok, text in ctg:
-            print(("  met   " if ok else "  MISSED ") + text)
-        print()
-    if vmd:
-        print("Verbs (Soft-RoCE guest, qemu TCG: emulated):")
-        print()
-        print(vmd)
-        print()
-        for ok, text in vtg:
-            print(("  met   " if ok else "  MISSED ") + text)
-        print()
+    for title, table, tgts in (("Freeze (host):", fmd, ftg),
+                                ("Cold and lazy restore (host):", cmd, ctg),
+                                ("Verbs (Soft-RoCE guest, qemu TCG: emulated):", vmd, vtg)):
+        if table:
+            print(title)
+            print()
+            print(table)
+            print()
+            for ok, text in tgts:
+                print(("  met   " if ok else "  MISSED ") + text)
+            print()
 
     md = [BEGIN, "", "```", meta, "```", ""]
     if summary:

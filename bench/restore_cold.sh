@@ -53,8 +53,10 @@ cold_restore() {
     kill -9 $kids "$lpid" 2>/dev/null
     wait "$lpid" 2>/dev/null
     for k in $kids; do wait_gone "$k"; done
-    ((ok == 0)) && [[ -n $CR_RUN && -n $CR_FULL ]] ||
-        { fail "cold: restart-loader $* $img: $(tail -n 2 "$err")"; return 1; }
+    if ((ok != 0)) || [[ -z $CR_RUN || -z $CR_FULL ]]; then
+        fail "cold: restart-loader $* $img: $(tail -n 2 "$err")"
+        return 1
+    fi
 }
 
 # cold_size SIZE REPS: one image of SIZE, REPS rounds of every way
