@@ -518,6 +518,10 @@ int main(int argc, char **argv)
 	/* one process: a tree's forks and shared pages are not held yet (lazyhold.c) */
 	for (uint32_t i = 0; o.lazy && r.hdr.nprocs == 1 && i < r.hdr.nprocs; i++)
 		j[i].rs.lazy = 1;
+	if (o.lazy && r.hdr.nprocs > 1)
+		fprintf(stderr, "restart-loader: --lazy: image %s holds %u processes: their memory "
+			"is filled before they run (a lazy restore serves one process)\n", o.image,
+			r.hdr.nprocs);
 	stream_decide(j, r.hdr.nprocs, r.fd, verbose);
 	if (cow_prepare(j, r.hdr.nprocs, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
