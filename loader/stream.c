@@ -25,6 +25,7 @@
 
 #include "buf.h"
 #include "fdio.h"
+#include "lazy.h"
 #include "loader.h"
 #include "pagecache.h"
 #include "stream.h"
@@ -474,6 +475,26 @@ void stream_close(struct stream *s)
  */
 #define STREAM_MIN (16ull << 20)
 
+/*
+ * What the cache lacks of the page data the restore reads before the
+ * program runs: the lazy regions' is read later, by their own stream
+ * (lazy.c), and the few small regions left of a cold lazy restore come
+ * in sooner by readahead than by one direct read each.
+ */
+static uint64_t missing_before_run(const struct job *j, int img_fd)
+{
+	const struct ibcr_process_state *ps = &j->ps;
+	uint64_t missing = 0;
+
+	if (!j->rs.lazy)
+		return pagecache_missing(img_fd, ps->pages_off, ps->pages_size);
+	for (uint32_t k = 0; k < ps->nvmas; k++)
+		if (ps->vmas[k].data_len && !lazy_region(&j->rs, k))
+			missing += pagecache_missing(img_fd, ps->pages_off + ps->vmas[k].data_off,
+						     ps->vmas[k].data_len);
+	return missing;
+}
+
 void stream_decide(struct job *j, uint32_t n, int img_fd, int verbose)
 {
 	const char *force = getenv("IBCR_FILL");
@@ -488,7 +509,7 @@ void stream_decide(struct job *j, uint32_t n, int img_fd, int verbose)
 			j[i].rs.stream_fill = !strcmp(force, "stream");
 			continue;
 		}
-		missing = pagecache_missing(img_fd, ps->pages_off, ps->pages_size);
+		missing = missing_before_run(&j[i], img_fd);
 		j[i].rs.stream_fill = missing > STREAM_MIN;
 		if (verbose && j[i].rs.stream_fill)
 			fprintf(stderr, "restart-loader: pid %d: %llu MiB of its %llu MiB of page "
