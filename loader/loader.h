@@ -278,6 +278,7 @@ struct pages {
 	/* page data we put in (--stats): by UFFDIO_COPY, by writing */
 	uint64_t copied, written;
 	struct stream *stream;	/* uncompressed, not in the page cache (stream.c) */
+	const struct restore *rs;	/* its lazy regions (lazy.c) or NULL */
 };
 
 int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd,
