@@ -197,8 +197,9 @@ static double now_ms(void)
 /* Lets the processes go: running, stopped or killed; the shims unblock. */
 static void release_all(struct target *t, uint32_t n, int how, const char *image)
 {
-	/* TCP connections leave repair mode before the processes run on */
-	tcp_release(how == RELEASE_KILL);
+	/* out of repair mode since their capture (tcp.c) */
+	if (how != RELEASE_KILL)
+		tcp_release(0);
 	netlock_release(how == RELEASE_KILL, image);
 	unix_release();
 	for (uint32_t i = 0; i < n; i++)
@@ -206,6 +207,7 @@ static void release_all(struct target *t, uint32_t n, int how, const char *image
 	if (how == RELEASE_KILL) {
 		guard_netlock_over();	/* a lock kept is the image's now */
 		wait_gone(t, n);	/* their pids and ports free for a restore at once */
+		tcp_release(1);		/* closed in repair mode: their peers hear nothing */
 	}
 	if (how != RELEASE_KILL)
 		verbs_release(t, n);
