@@ -161,15 +161,20 @@ int tcp_capture(pid_t pid, int fd, int s, struct buf *b, struct ibcr_err *e)
 				       "connection up instead)", (int)pid, fd);
 	repaired = xrealloc(repaired, sizeof(*repaired) * (nrepaired + 1));
 	repaired[nrepaired++] = (struct repaired){ dup(s), reuse };
-	if (repaired[nrepaired - 1].fd < 0 || state_of(s, &t))
-		return ibcr_fail_errno(e, errno, "pid %d fd %d: TCP connection: reading its "
-				       "state", (int)pid, fd);
+	if (repaired[nrepaired - 1].fd < 0 || state_of(s, &t)) {
+		ibcr_fail_errno(e, errno, "pid %d fd %d: TCP connection: reading its state",
+				(int)pid, fd);
+		tcp_leave_repair(s, reuse);	/* at once: the hold ends with this failure */
+		return -1;
+	}
 	buf_put(b, &t, sizeof(t));
 	saver_die_at("tcp");
-	if (peek(s, QUEUE_RECV, t.inq, b) || peek(s, QUEUE_SEND, t.outq, b))
-		return ibcr_fail_errno(e, errno, "pid %d fd %d: TCP connection: reading its "
-				       "queues (%u bytes received, %u to send)",
-				       (int)pid, fd, t.inq, t.outq);
+	if (peek(s, QUEUE_RECV, t.inq, b) || peek(s, QUEUE_SEND, t.outq, b)) {
+		ibcr_fail_errno(e, errno, "pid %d fd %d: TCP connection: reading its queues "
+				"(%u bytes received, %u to send)", (int)pid, fd, t.inq, t.outq);
+		tcp_leave_repair(s, reuse);
+		return -1;
+	}
 	if (tcp_leave_repair(s, reuse))
 		return ibcr_fail_errno(e, errno, "pid %d fd %d: TCP connection: leaving "
 				       "repair mode", (int)pid, fd);
