@@ -183,7 +183,8 @@ struct gstate {
 	int *sock_reuse;
 	size_t nsocks;
 	int tcp_done, ended;
-	char lock[64];		/* the network lock taken, until it is over */
+	char lock[64];		/* the network lock taken */
+	int lock_over;		/* it is the image's, its processes killed */
 	int usock;		/* the UNIX socket being read (a copy), or -1 */
 	int upeek, upass;	/* its SO_PEEK_OFF and SO_PASSCRED before */
 	char did[512];		/* what was undone, said at the end */
@@ -252,7 +253,7 @@ static void take(struct gstate *g, const struct gmsg *m, ssize_t len, int fd)
 			 (int)(len - (ssize_t)offsetof(struct gmsg, path)), m->path);
 		break;
 	case G_LOCK_OVER:
-		g->lock[0] = 0;
+		g->lock_over = 1;
 		break;
 	case G_END:
 		g->ended = 1;
@@ -459,19 +460,21 @@ static void first_aid(struct gstate *g)
  */
 static void unlock(struct gstate *g)
 {
-	int holds = g->lock[0] && netlock_image_holds(g->image, g->lock), live = 0;
+	int holds = g->lock_over || (g->lock[0] && netlock_image_holds(g->image, g->lock));
+	int live = 0;
 	struct ibcr_err e;
 	char line[300];
 
 	for (size_t i = 0; i < g->nsocks; i++) {
 		if (!doomed(g->sock_pid[i]))
 			live = 1;
-		else if (holds && !in_repair(g->socks[i]))
-			tcp_enter_repair(g->socks[i]);
+		else if (holds && !in_repair(g->socks[i]) && !tcp_enter_repair(g->socks[i]) &&
+			 !strstr(g->did, "closed in repair"))
+			said(g, "the image's TCP connections closed in repair mode");
 		close(g->socks[i]);
 	}
 	g->nsocks = 0;
-	if (!g->lock[0])
+	if (!g->lock[0] || g->lock_over)
 		return;
 	if (holds && !live)
 		snprintf(line, sizeof(line), "the network lock %s kept for the image "
@@ -507,9 +510,14 @@ static void repair(struct gstate *g)
 				 (int)g->snaps[i].child, (int)g->snaps[i].t.pid);
 			said(g, line);
 		}
-	fprintf(stderr, "saver: the saver (pid %d) died during its checkpoint%s%s; the "
-		"processes run on as before\n", (int)g->saver, g->did[0] ? ":" : "",
-		g->did[0] ? g->did + 1 : "");
+	if (g->lock_over)	/* --kill: after the kill, the image complete */
+		fprintf(stderr, "saver: the saver (pid %d) died once its processes were "
+			"killed%s%s; its image %s is complete: restart-loader brings them back\n",
+			(int)g->saver, g->did[0] ? ":" : "", g->did[0] ? g->did + 1 : "", g->image);
+	else
+		fprintf(stderr, "saver: the saver (pid %d) died during its checkpoint%s%s; the "
+			"processes run on as before\n", (int)g->saver, g->did[0] ? ":" : "",
+			g->did[0] ? g->did + 1 : "");
 }
 
 static __attribute__((noreturn)) void guardian(int sock, pid_t saver)

@@ -202,11 +202,14 @@ static void release_all(struct target *t, uint32_t n, int how, const char *image
 		tcp_release(0);
 	netlock_release(how == RELEASE_KILL, image);
 	unix_release();
+	if (how == RELEASE_KILL)
+		saver_die_at("kill");
 	for (uint32_t i = 0; i < n; i++)
 		target_release(&t[i], how);
 	if (how == RELEASE_KILL) {
 		guard_netlock_over();	/* a lock kept is the image's now */
 		wait_gone(t, n);	/* their pids and ports free for a restore at once */
+		saver_die_at("killed");
 		tcp_release(1);		/* closed in repair mode: their peers hear nothing */
 	}
 	if (how != RELEASE_KILL)
@@ -349,6 +352,8 @@ static int capture_all(const struct saver_opts *o, struct run *r, struct ibcr_er
 		verbs_wake(&r->t[i]);
 	for (uint32_t i = 0; i < r->n && !rc; i++)
 		rc = r->t[i].zombie ? 0 : capture(&r->t[i], &r->objs, e);
+	if (!rc)
+		warn_children(r->t, r->n);
 	if (!rc)
 		rc = attrs_check_tree(r->t, r->n, e);
 	if (!rc)

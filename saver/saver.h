@@ -94,6 +94,8 @@ int capture_attrs(struct target *t, uint64_t scratch, struct ibcr_err *e);
 int capture_ptimers(struct target *t, uint64_t scratch, struct ibcr_err *e);
 /* Once captured: the stop state and the stop signals still queued. */
 void attrs_stop_state(struct target *t);
+/* procinfo.c: children of the processes that are not among them, said. */
+void warn_children(const struct target *t, uint32_t n);
 /* Once all are captured: what the process tree cannot give back. */
 int attrs_check_tree(const struct target *t, uint32_t n, struct ibcr_err *e);
 

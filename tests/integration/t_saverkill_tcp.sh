@@ -11,7 +11,9 @@
 # (IBCR_SAVER_DIE_IN=tcp|unix). Every time: the connection goes on with
 # every record right, no program sees an error, the network lock is
 # gone; at the end the UNIX queues read whole from the start, byte for
-# byte, and a saver run gets through.
+# byte, and a saver run gets through. With --kill, killed before the
+# kill: they run on, the lock removed; after it: the image restores the
+# connection where it was (the guardian closed it in repair mode).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/net.sh"
 
@@ -57,6 +59,15 @@ killed_at() {
 	rm -f "$T/img.ckpt"
 }
 
+# All on one CPU: the killed saver's tracees and its guardian compete
+# for it, as on a loaded machine (there, unheld threads ran before the
+# guardian could turn repair mode off, every time).
+cpu=$(taskset -c -p $$ | sed 's/.*: //; s/[,-].*//')
+for p in "$pair" "$client" "$peek" "$big"; do
+	taskset -a -c -p "$cpu" "$p" >/dev/null || fail "taskset $p"
+done
+taskset -c -p "$cpu" $$ >/dev/null || fail "taskset $$"	# the savers, their guardians
+
 for mode in snapshot no-snapshot; do
 	args=("$pair" "$client" "$peek")
 	[ $mode = snapshot ] || args=(--no-snapshot "${args[@]}" "$big")
@@ -74,7 +85,7 @@ for mode in snapshot no-snapshot; do
 		killed_at "$mode, moment $k ($((us / 1000)) ms)" "$us" "${args[@]}"
 		note "$mode, moment $k ($((us / 1000)) ms): $(tr '\n' ' ' <"$T/saver.out")"
 	done
-	for at in tcp unix; do
+	for at in tcp tcp tcp unix; do
 		IBCR_SAVER_DIE_IN=$at saver_bg "$T/saver.out" -o "$T/img.ckpt" "${args[@]}"
 		st=0
 		wait "$SPID" || st=$?
@@ -91,6 +102,45 @@ for mode in snapshot no-snapshot; do
 	wait_line "$T/peek.out" "^verified $verified\$|^FAIL" 30
 	! grep -q '^FAIL' "$T/peek.out" || fail "$mode: unixpeek: $(grep -m 1 '^FAIL' "$T/peek.out")"
 done
+
+# --kill, the saver killed once the image is complete but before the
+# kill: the processes run on, their network lock removed
+IBCR_SAVER_DIE_IN=kill saver_bg "$T/saver.out" --kill -o "$T/img.ckpt" "$pair" "$client" "$peek"
+st=0
+wait "$SPID" || st=$?
+[ $st = 137 ] || fail "IBCR_SAVER_DIE_IN=kill: the saver ended with status $st: $(cat "$T/saver.out")"
+unharmed "killed before its kill (--kill)"
+grep -q "the network lock ibcr-$SPID-[0-9]* removed" "$T/saver.out" ||
+	fail "killed before its kill: the guardian said: $(cat "$T/saver.out")"
+rm -f "$T/img.ckpt"
+
+# and once they were killed: the connection, closed in repair mode by
+# the guardian, is restored where it was, the queues with it
+IBCR_SAVER_DIE_IN=killed saver_bg "$T/saver.out" --kill -o "$T/img.ckpt" "$pair" "$client" "$peek"
+st=0
+wait "$SPID" || st=$?
+[ $st = 137 ] || fail "IBCR_SAVER_DIE_IN=killed: the saver ended with status $st: $(cat "$T/saver.out")"
+wait "$CPID" || fail "killed after its kill: the saver's output was not closed"
+grep -q "died once its processes were killed: the image's TCP connections closed in repair mode" "$T/saver.out" ||
+	fail "killed after its kill: the guardian said: $(cat "$T/saver.out")"
+for p in "$pair" "$client" "$peek"; do
+	while [ -e "/proc/$p" ] && [ "$(stat_field "$p" 3)" != Z ]; do sleep 0.05; done
+done
+wait "$pair" "$peek" 2>/dev/null || true
+n=$(last_tick "$T/pair.out")
+restart "$T/img.ckpt"
+expect_pid "$pair" "$RPID"
+wait_line "$T/pair.out" "^tick $((n + 3)) |^FAIL" 60
+n=$(last_tick "$T/peek.out")
+wait_line "$T/peek.out" "^tick $((n + 2)) |^FAIL" 30
+verified=$((verified + 1))
+kill -USR1 "$peek"
+wait_line "$T/peek.out" "^verified $verified\$|^FAIL" 30
+for f in pair peek; do
+	! grep -q '^FAIL' "$T/$f.out" || fail "restored: $f: $(grep -m 1 '^FAIL' "$T/$f.out")"
+done
+! locks | grep -q "^ibcr-$SPID-" || fail "the restore left the network lock"
+rm -f "$T/img.ckpt"
 
 # and a saver that is let be gets through, the programs unharmed
 saver_bg "$T/saver.out" -o "$T/img.ckpt" "$pair" "$client" "$peek"
