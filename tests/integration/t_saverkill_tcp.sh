@@ -78,14 +78,7 @@ for mode in snapshot no-snapshot; do
 	rm -f "$T/full.ckpt"
 	unharmed "after a whole save ($mode)"
 	note "a whole save ($mode) takes $((full_us / 1000)) ms"
-	# 12 moments, 1 ms to the whole save's time, geometric
-	k=0
-	for us in $(awk -v f="$full_us" 'BEGIN { for (k = 0; k < 12; k++) printf "%d ", 1000 * (f / 1000) ^ (k / 11) }'); do
-		k=$((k + 1))
-		killed_at "$mode, moment $k ($((us / 1000)) ms)" "$us" "${args[@]}"
-		note "$mode, moment $k ($((us / 1000)) ms): $(tr '\n' ' ' <"$T/saver.out")"
-	done
-	for at in tcp tcp tcp unix; do
+	for at in tcp tcp tcp tcp tcp unix; do
 		IBCR_SAVER_DIE_IN=$at saver_bg "$T/saver.out" -o "$T/img.ckpt" "${args[@]}"
 		st=0
 		wait "$SPID" || st=$?
@@ -95,6 +88,13 @@ for mode in snapshot no-snapshot; do
 			fail "killed in $at ($mode): the guardian said: $(cat "$T/saver.out")"
 		note "killed in $at ($mode): $(tr '\n' ' ' <"$T/saver.out")"
 		rm -f "$T/img.ckpt"
+	done
+	# 12 moments, 1 ms to the whole save's time, geometric
+	k=0
+	for us in $(awk -v f="$full_us" 'BEGIN { for (k = 0; k < 12; k++) printf "%d ", 1000 * (f / 1000) ^ (k / 11) }'); do
+		k=$((k + 1))
+		killed_at "$mode, moment $k ($((us / 1000)) ms)" "$us" "${args[@]}"
+		note "$mode, moment $k ($((us / 1000)) ms): $(tr '\n' ' ' <"$T/saver.out")"
 	done
 	# the UNIX queues, read whole from their start
 	verified=$((verified + 1))
