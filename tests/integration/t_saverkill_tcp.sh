@@ -68,6 +68,15 @@ for p in "$pair" "$client" "$peek" "$big"; do
 done
 taskset -c -p "$cpu" $$ >/dev/null || fail "taskset $$"	# the savers, their guardians
 
+# die_in AT ARGS...: a saver that kills itself at AT (IBCR_SAVER_DIE_IN)
+die_in() {
+	local at=$1 st=0
+	shift
+	IBCR_SAVER_DIE_IN=$at saver_bg "$T/saver.out" -o "$T/img.ckpt" "$@"
+	wait "$SPID" || st=$?
+	[ $st = 137 ] || fail "IBCR_SAVER_DIE_IN=$at: the saver ended with status $st, not killed: $(cat "$T/saver.out")"
+}
+
 for mode in snapshot no-snapshot; do
 	args=("$pair" "$client" "$peek")
 	[ $mode = snapshot ] || args=(--no-snapshot "${args[@]}" "$big")
@@ -79,10 +88,7 @@ for mode in snapshot no-snapshot; do
 	unharmed "after a whole save ($mode)"
 	note "a whole save ($mode) takes $((full_us / 1000)) ms"
 	for at in tcp tcp tcp tcp tcp unix; do
-		IBCR_SAVER_DIE_IN=$at saver_bg "$T/saver.out" -o "$T/img.ckpt" "${args[@]}"
-		st=0
-		wait "$SPID" || st=$?
-		[ $st = 137 ] || fail "IBCR_SAVER_DIE_IN=$at ($mode): the saver ended with status $st, not killed: $(cat "$T/saver.out")"
+		die_in "$at" "${args[@]}"
 		unharmed "killed in $at ($mode)"
 		grep -q "died during its checkpoint" "$T/saver.out" ||
 			fail "killed in $at ($mode): the guardian said: $(cat "$T/saver.out")"
@@ -105,10 +111,7 @@ done
 
 # --kill, the saver killed once the image is complete but before the
 # kill: the processes run on, their network lock removed
-IBCR_SAVER_DIE_IN=kill saver_bg "$T/saver.out" --kill -o "$T/img.ckpt" "$pair" "$client" "$peek"
-st=0
-wait "$SPID" || st=$?
-[ $st = 137 ] || fail "IBCR_SAVER_DIE_IN=kill: the saver ended with status $st: $(cat "$T/saver.out")"
+die_in kill --kill "$pair" "$client" "$peek"
 unharmed "killed before its kill (--kill)"
 grep -q "the network lock ibcr-$SPID-[0-9]* removed" "$T/saver.out" ||
 	fail "killed before its kill: the guardian said: $(cat "$T/saver.out")"
@@ -116,10 +119,7 @@ rm -f "$T/img.ckpt"
 
 # and once they were killed: the connection, closed in repair mode by
 # the guardian, is restored where it was, the queues with it
-IBCR_SAVER_DIE_IN=killed saver_bg "$T/saver.out" --kill -o "$T/img.ckpt" "$pair" "$client" "$peek"
-st=0
-wait "$SPID" || st=$?
-[ $st = 137 ] || fail "IBCR_SAVER_DIE_IN=killed: the saver ended with status $st: $(cat "$T/saver.out")"
+die_in killed --kill "$pair" "$client" "$peek"
 wait "$CPID" || fail "killed after its kill: the saver's output was not closed"
 grep -q "died once its processes were killed: the image's TCP connections closed in repair mode" "$T/saver.out" ||
 	fail "killed after its kill: the guardian said: $(cat "$T/saver.out")"
