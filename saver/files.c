@@ -605,6 +605,7 @@ static int has_sockets(const struct fobjs *o)
 /* Their sockets changed while they are held: a saver's death harms none (hold.c). */
 static int sockets_held(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e)
 {
+	struct ibcr_err later = { "" };	/* a failure to let go, after a failure */
 	int rc;
 
 	if (!has_sockets(o))
@@ -612,7 +613,7 @@ static int sockets_held(struct target *t, uint32_t n, struct fobjs *o, struct ib
 	if (hold_all(t, n, e))
 		return -1;
 	rc = sockets_finish(o, e);
-	if (hold_release(rc ? &(struct ibcr_err){ "" } : e))
+	if (hold_release(rc ? &later : e))
 		rc = -1;
 	return rc;
 }
