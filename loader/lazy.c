@@ -37,7 +37,7 @@
 #include "lazy.h"
 #include "lazyfill.h"
 #include "loader.h"
-#include "xxh64.h"
+#include "rt/xxh64.h"
 
 #define LAZY_MIN (1u << 20)	/* smaller regions: filled before the resume */
 #define PIECE (1u << 20)	/* a background copy, at most */

@@ -16,7 +16,7 @@
 
 #include "buf.h"
 #include "lazyfill.h"
-#include "xxh64.h"
+#include "rt/xxh64.h"
 
 #define PIECE (1u << 20)
 #define NMSG 64

@@ -12,7 +12,7 @@
 #include "err.h"
 #include "image_io.h"
 #include "model.h"
-#include "plan.h"
+#include "core/plan.h"
 
 /* Bytes the core writes into restored memory before threads resume. */
 struct poke {
@@ -396,7 +396,7 @@ __attribute__((noreturn)) void ibcr_enter(uint64_t entry, struct plan *p, uint64
 /* blob.asm */
 extern const uint8_t ibcr_core_blob[], ibcr_core_blob_end[];
 
-/* Header at the start of the core blob (arch/<arch>/core.*). */
+/* Header at the start of the core blob (freestanding/arch/<arch>/core.*). */
 struct core_blob_head {
 	uint64_t magic;
 	uint32_t entry;

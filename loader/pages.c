@@ -19,8 +19,8 @@
 
 #include "buf.h"
 #include "compress.h"
-#include "crc32c.h"
-#include "xxh64.h"
+#include "rt/crc32c.h"
+#include "rt/xxh64.h"
 #include "loader.h"
 #include "stream.h"
 

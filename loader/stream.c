@@ -25,7 +25,7 @@
 #include "fdio.h"
 #include "loader.h"
 #include "stream.h"
-#include "xxh64.h"
+#include "rt/xxh64.h"
 
 #define PIECE (1u << 20)
 #define NSLOT 16
