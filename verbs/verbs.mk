@@ -1,10 +1,10 @@
 # verbs/verbs.mk - the verbs shim (libibcr-verbs.so), ibcr-launch and the
 # verbs test programs. Included by the top GNUmakefile; see docs/verbs.md.
 
-VERBS_SRC := core verbs data ckpt rdmacm epoll extended wr
+VERBS_SRC := core verbs data helper quiesce rebuild rendezvous udtarget addr qprec testhooks rdmacm epoll extended wr
 VERBS_TESTS := rc_pp selftest extra_objs microbench mtstress ext_verbs epollcm efdmodes
 VERBS_CFLAGS := $(OPT) $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iverbs
-VERBS_HDRS := verbs/shim.h verbs/ibcr_verbs_abi.h
+VERBS_HDRS := verbs/shim.h verbs/ckpt.h verbs/ibcr_verbs_abi.h
 
 ifneq ($(ARCH),x86_64)
 VERBS_ALL :=	# the verbs stage is built and tested on x86_64 only
