@@ -52,3 +52,13 @@ verbs-bench: $(VERBS_ALL)
 	tests/verbs/bench-shim.sh
 
 .PHONY: verbs-check verbs-pair verbs-bench
+
+# ibcr-pmix: the PMIx engine of ibcr-job's barriers, when libpmix-dev is there
+ifneq ($(ARCH),x86_64)
+else ifneq ($(shell pkg-config --exists pmix 2>/dev/null && echo y),)
+all: $(B)/ibcr-pmix
+$(B)/ibcr-pmix: tools/ibcr-pmix.c
+	@mkdir -p $(dir $@)
+	$(CC) $(OPT) $(WARN) -D_GNU_SOURCE $(shell pkg-config --cflags pmix) -o $@ $< \
+		$(shell pkg-config --libs pmix)
+endif
