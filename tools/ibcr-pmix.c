@@ -47,9 +47,9 @@ struct engine {
 	int seen_abort;		/* a fence carried an abort: the job failed */
 	char abort_msg[1024];
 	char last[ANSWER_MAX];	/* the answer once the server is gone */
-	char *puts[PUTS_MAX];	/* "KEY VALUE", for the next fence */
+	char puts[PUTS_MAX][REQ_MAX];	/* "KEY VALUE", for the next fence */
 	int nputs;
-	char *phases;		/* ",sends,written,": the server ends after the last */
+	char phases[REQ_MAX];	/* ",sends,written,": the server ends after the last */
 };
 
 static int job_size(struct engine *g)
@@ -117,7 +117,8 @@ static int fence(struct engine *g, const char *phase, char *why, size_t n)
 	char key[512];
 	pmix_info_t info[2];
 	pmix_status_t rc;
-	int timeout = atoi(getenv("IBCR_JOB_TIMEOUT") ? getenv("IBCR_JOB_TIMEOUT") : "120");
+	const char *t = getenv("IBCR_JOB_TIMEOUT");
+	int timeout = t ? atoi(t) : 120;
 	uint32_t r;
 	int i, err = 0;
 
@@ -125,12 +126,13 @@ static int fence(struct engine *g, const char *phase, char *why, size_t n)
 	key_of(key, sizeof(key), g->seq, "status");
 	err |= put_str(key, g->abort_msg[0] ? g->abort_msg : "ok");
 	for (i = 0; i < g->nputs; i++) {
-		char *sp = strchr(g->puts[i], ' ');
+		char *sp = strchr(g->puts[i], ' ');	/* handle() saw one */
 
-		*sp = 0;
-		key_of(key, sizeof(key), g->seq, g->puts[i]);
-		err |= put_str(key, sp + 1);
-		free(g->puts[i]);
+		if (sp) {
+			*sp = 0;
+			key_of(key, sizeof(key), g->seq, g->puts[i]);
+			err |= put_str(key, sp + 1);
+		}
 	}
 	g->nputs = 0;
 	if (g->abort_msg[0])
@@ -201,11 +203,11 @@ static void handle(struct engine *g, char *req, char *ans, size_t n, int *end)
 	if (arg)
 		*arg++ = 0;
 	if (!strcmp(req, "put") && arg && strchr(arg, ' ')) {
-		if (g->nputs == PUTS_MAX || !(g->puts[g->nputs] = strdup(arg))) {
+		if (g->nputs == PUTS_MAX) {
 			snprintf(ans, n, "1 too many values for one exchange");
 			return;
 		}
-		g->nputs++;
+		snprintf(g->puts[g->nputs++], REQ_MAX, "%s", arg);
 		snprintf(ans, n, "0 ");
 	} else if (!strcmp(req, "get") && arg) {
 		snprintf(ans, n, "0 ");
@@ -230,7 +232,7 @@ static void handle(struct engine *g, char *req, char *ans, size_t n, int *end)
 		snprintf(ans, n, "%d %s", r ? 1 : 0, why);
 		if (r)
 			*end = 1;
-		else if (g->phases) {
+		else if (g->phases[0]) {
 			char p[REQ_MAX + 3];
 
 			snprintf(p, sizeof(p), ",%s,", req);
@@ -333,21 +335,15 @@ static int serve_loop(struct engine *g, int l, const char *sock, pid_t watch)
 
 static int serve(const char *sock, const char *phases, pid_t watch)
 {
-	struct engine g;
+	static struct engine g;	/* 256 KiB of pending values */
 	struct sockaddr_un a;
 	pmix_status_t rc;
 	int l, r;
 
 	memset(&g, 0, sizeof(g));
 	signal(SIGPIPE, SIG_IGN);
-	if (phases) {
-		size_t n = strlen(phases) + 3;
-
-		g.phases = malloc(n);
-		if (!g.phases)
-			return 1;
-		snprintf(g.phases, n, ",%s,", phases);
-	}
+	if (phases)
+		snprintf(g.phases, sizeof(g.phases), ",%.*s,", REQ_MAX - 8, phases);
 	if (sock_addr(sock, &a))
 		return 1;
 	rc = PMIx_Init(&g.me, NULL, 0);
@@ -375,11 +371,16 @@ static int serve(const char *sock, const char *phases, pid_t watch)
 	if (getenv("IBCR_PMIX_STATS")) {
 		FILE *f = fopen(getenv("IBCR_PMIX_STATS"), "w");
 
-		if (!f || fprintf(f, "fences %u\n", g.seq) < 0 || fclose(f))
+		int bad = !f;
+
+		if (f) {
+			bad |= fprintf(f, "fences %u\n", g.seq) < 0;
+			bad |= fclose(f) != 0;
+		}
+		if (bad)
 			fprintf(stderr, "ibcr-pmix: cannot write %s\n", getenv("IBCR_PMIX_STATS"));
 	}
 	PMIx_Finalize(NULL, 0);
-	free(g.phases);
 	return r ? 1 : 0;
 }
 

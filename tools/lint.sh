@@ -60,6 +60,11 @@ fail=0
 cpp_set=(lib saver loader verbs arch/"$ARCH" tools/ckpt-info.c tools/info_json.c tools/ckpt-oci.c)
 tidy_set=(lib/*.c saver/*.c loader/*.c loader/core/*.c verbs/*.c arch/"$ARCH"/*.c
 	tools/ckpt-info.c tools/info_json.c tools/ckpt-oci.c)
+# ibcr-pmix: built only with libpmix-dev (verbs/verbs.mk)
+PMIX_CFLAGS=$(pkg-config --cflags pmix 2>/dev/null) && {
+	cpp_set+=(tools/ibcr-pmix.c)
+	tidy_set+=(tools/ibcr-pmix.c)
+}
 if [ ${#only[@]} -gt 0 ]; then
 	cpp_set=("${only[@]}")
 	tidy_set=("${only[@]}")
@@ -80,6 +85,7 @@ tidy() {
 	local f=$1 flags=$BASE out
 	case $f in
 	loader/core/*|arch/*/core_arch.c) flags=$CORE ;;
+	tools/ibcr-pmix.c) flags="$BASE $PMIX_CFLAGS" ;;
 	esac
 	# a finding fails (WarningsAsErrors), and so does a clang-tidy that
 	# could not run at all: its status, not only its output, decides
@@ -90,7 +96,7 @@ tidy() {
 	fi
 }
 export -f tidy
-export BASE CORE
+export BASE CORE PMIX_CFLAGS
 echo "lint: clang-tidy ($JOBS at a time)"
 if ! printf '%s\n' "${tidy_set[@]}" | xargs -P "$JOBS" -I{} bash -c 'tidy {}'; then
 	fail=1
