@@ -346,6 +346,14 @@ static int serve(const char *sock, const char *phases, pid_t watch)
 		snprintf(g.phases, sizeof(g.phases), ",%.*s,", REQ_MAX - 8, phases);
 	if (sock_addr(sock, &a))
 		return 1;
+	/*
+	 * No shared-memory data store: its files (in the PMIx server's
+	 * directory, often /tmp) would be mapped by this process while a
+	 * restart-loader restores, and a loader checks that no process
+	 * outside its restore maps the files it restores. Everything this
+	 * client asks comes through the socket instead.
+	 */
+	setenv("PMIX_MCA_gds", "hash", 1);
 	rc = PMIx_Init(&g.me, NULL, 0);
 	if (rc != PMIX_SUCCESS) {
 		fprintf(stderr, "ibcr-pmix: no PMIx server to talk to (PMIx_Init: %s)\n",
