@@ -7,7 +7,13 @@
 # the file comes back at its path and the counting goes on to the end.
 . "$(dirname "$0")/lib.sh"
 # the processes first (they map files of it), then the file system
-trap 'for p in "${STARTED[@]}"; do kill_tree "$p"; done; umount -l "$T/mnt" 2>/dev/null; cleanup' EXIT
+unmount_cleanup() {
+	local p
+	for p in "${STARTED[@]}"; do kill_tree "$p"; done
+	umount -l "$T/mnt" 2>/dev/null
+	cleanup
+}
+trap unmount_cleanup EXIT
 truncate -s 64M "$T/fs.img"
 mkfs.ext4 -q -F "$T/fs.img" || fail "mkfs.ext4 failed"
 mkdir -p "$T/mnt"
