@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include <linux/falloc.h>
@@ -127,7 +128,14 @@ static int zero_fill(int fd, uint64_t off, uint64_t len)
  * job still runs?): writing the saved content would change its memory. */
 static int named_in_use(const struct shm_obj *o, struct ibcr_err *e)
 {
-	pid_t pid = maps_users(o->dev >> 32, o->dev & 0xffffffffu, o->ino);
+	struct stat st;
+	pid_t pid;
+
+	/* The file at its path now, not the saved device and inode: after a
+	 * reboot another file can have those, mapped by anyone. */
+	if (stat(o->path, &st))
+		return 0;	/* no file there: nobody maps it */
+	pid = maps_users(major(st.st_dev), minor(st.st_dev), st.st_ino);
 
 	if (pid > 0)
 		return ibcr_fail(e, "%s: mapped by running pid %d, outside this restore (does "

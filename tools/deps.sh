@@ -8,7 +8,8 @@
 set -euo pipefail
 
 BUILD_PKGS=(gcc make musl-tools musl-dev nasm zlib1g-dev libcmocka-dev libzstd-dev
-	binutils file libibverbs-dev rdma-core ibverbs-providers librdmacm1)
+	binutils file libibverbs-dev rdma-core ibverbs-providers librdmacm1
+	pkg-config libpmix-dev)
 CHECK_PKGS=(python3 procps util-linux coreutils bash sqlite3 openmpi-bin libopenmpi-dev
 	cppcheck clang-tidy umoci runc nftables iproute2)
 

@@ -71,6 +71,11 @@ cpp_set=(lib freestanding/rt freestanding/core freestanding/arch/"$ARCH" saver l
 tidy_set=(lib/*.c freestanding/rt/*.c freestanding/core/*.c freestanding/arch/"$ARCH"/*.c
 	saver/*.c loader/*.c verbs/*.c arch/"$ARCH"/*.c
 	tools/ckpt-info.c tools/info_json.c tools/ckpt-oci.c)
+# ibcr-pmix: built only with libpmix-dev (verbs/verbs.mk)
+PMIX_CFLAGS=$(pkg-config --cflags pmix 2>/dev/null) && {
+	cpp_set+=(tools/ibcr-pmix.c)
+	tidy_set+=(tools/ibcr-pmix.c)
+}
 if [ ${#only[@]} -gt 0 ]; then
 	cpp_set=("${only[@]}")
 	tidy_set=("${only[@]}")
@@ -94,6 +99,7 @@ tidy() {
 	case $f in
 	freestanding/core/*|freestanding/arch/*) flags=$CORE ;;
 	freestanding/*) flags="$BASE $INC_freestanding" ;;
+	tools/ibcr-pmix.c) flags="$BASE $INC_tools $PMIX_CFLAGS" ;;
 	*) local inc="INC_${f%%/*}"; flags="$BASE ${!inc}" ;;
 	esac
 	# a finding fails (WarningsAsErrors), and so does a clang-tidy that
@@ -105,7 +111,7 @@ tidy() {
 	fi
 }
 export -f tidy
-export BASE CORE INC_lib INC_arch INC_saver INC_loader INC_tools INC_verbs INC_freestanding
+export BASE CORE PMIX_CFLAGS INC_lib INC_arch INC_saver INC_loader INC_tools INC_verbs INC_freestanding
 echo "lint: clang-tidy ($JOBS at a time)"
 if ! printf '%s\n' "${tidy_set[@]}" | xargs -P "$JOBS" -I{} bash -c 'tidy {}'; then
 	fail=1

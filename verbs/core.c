@@ -299,18 +299,18 @@ __attribute__((noinline)) int gate_slow(struct tslot *s, int allow1)
 	for (;;) {
 		int m = __atomic_load_n(&g_mode, __ATOMIC_ACQUIRE);
 
-		if (m == 0) {
+		if (m == GATE_OPEN) {
 			s->fast++;
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);
-			if (__atomic_load_n(&g_mode, __ATOMIC_ACQUIRE) == 0)
+			if (__atomic_load_n(&g_mode, __ATOMIC_ACQUIRE) == GATE_OPEN)
 				return GATE_FAST;
 			s->fast--;
 			continue;
 		}
-		if (m == 1 && allow1) {
+		if (m == GATE_SENDS_HELD && allow1) {
 			s->slow++;
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);
-			if (__atomic_load_n(&g_mode, __ATOMIC_ACQUIRE) == 1)
+			if (__atomic_load_n(&g_mode, __ATOMIC_ACQUIRE) == GATE_SENDS_HELD)
 				return GATE_SLOW;
 			s->slow--;
 			continue;

@@ -497,12 +497,12 @@ EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq
 		void *rctx;
 		int nb, r;
 
-		if (g_mode == 2) {
-			futex_wait(&g_mode, 2, 100);
+		if (g_mode == GATE_CLOSED) {
+			futex_wait(&g_mode, GATE_CLOSED, 100);
 			continue;
 		}
 		pthread_mutex_lock(&ch->rd_lock);
-		if (g_mode == 2) {
+		if (g_mode == GATE_CLOSED) {
 			pthread_mutex_unlock(&ch->rd_lock);
 			continue;
 		}
@@ -527,7 +527,7 @@ EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq
 		p.events = POLLIN;
 		p.revents = 0;
 		r = poll(&p, 1, nb ? 0 : 100);
-		if (r <= 0 || g_mode == 2 || rch != ch->real) {
+		if (r <= 0 || g_mode == GATE_CLOSED || rch != ch->real) {
 			pthread_mutex_unlock(&ch->rd_lock);
 			if (r == 0 && nb) {
 				errno = EAGAIN;
@@ -618,12 +618,12 @@ EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_eve
 		struct pollfd p;
 		int nb, r;
 
-		if (g_mode == 2) {
-			futex_wait(&g_mode, 2, 100);
+		if (g_mode == GATE_CLOSED) {
+			futex_wait(&g_mode, GATE_CLOSED, 100);
 			continue;
 		}
 		pthread_mutex_lock(&c->async_lock);
-		if (g_mode == 2) {
+		if (g_mode == GATE_CLOSED) {
 			pthread_mutex_unlock(&c->async_lock);
 			continue;
 		}
@@ -634,7 +634,7 @@ EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_eve
 		p.events = POLLIN;
 		p.revents = 0;
 		r = poll(&p, 1, nb ? 0 : 100);
-		if (r <= 0 || g_mode == 2 || rc != c->real) {
+		if (r <= 0 || g_mode == GATE_CLOSED || rc != c->real) {
 			pthread_mutex_unlock(&c->async_lock);
 			if (r == 0 && nb) {
 				errno = EAGAIN;

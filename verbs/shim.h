@@ -158,9 +158,16 @@ struct list {
 	struct list *prev, *next;
 };
 
+/* How a port is addressed: RoCE and global routes by GID, IB by LID. */
+enum vaddr_kind {
+	VADDR_NONE = 0,		/* not set (a zeroed vaddr) */
+	VADDR_GID = 1,
+	VADDR_LID = 2,
+};
+
 /* An address of a port as the application knows it (GID or LID). */
 struct vaddr {
-	uint8_t kind;		/* 1 gid, 2 lid */
+	enum vaddr_kind kind;
 	uint8_t port;
 	uint16_t lid;
 	union ibv_gid gid;
@@ -243,6 +250,13 @@ struct spd {
 	struct sctx *ctx;
 };
 
+/* Which registration call made an MR (a rebuild repeats its kind). */
+enum mr_how {
+	MR_REG = 0,		/* ibv_reg_mr: iova is the address */
+	MR_IOVA = 1,		/* ibv_reg_mr_iova */
+	MR_IOVA2 = 2,		/* ibv_reg_mr_iova2 */
+};
+
 struct smr {
 	struct ibv_mr v;
 	struct list link;
@@ -250,7 +264,7 @@ struct smr {
 	struct spd *pd;
 	uint64_t iova;
 	unsigned int access;
-	int how;		/* 0 reg_mr, 1 iova, 2 iova2 */
+	enum mr_how how;
 };
 
 struct schan {
@@ -377,9 +391,10 @@ extern EXPORT struct ibcr_verbs_control ibcr_verbs_control;
 /* ----------------------------------------------------------- the gate */
 
 /*
- * Every call on a virtual object enters the gate. g_mode: 0 running (fast
- * path), 1 sends quiesced (post_send and control calls wait; polls, receive
- * posts and notifications go on, with locks), 2 closed. A thread marks
+ * Every call on a virtual object enters the gate. g_mode holds an enum
+ * gate_mode: GATE_OPEN running (fast path), GATE_SENDS_HELD sends quiesced
+ * (post_send and control calls wait; polls, receive posts and notifications
+ * go on, with locks), GATE_CLOSED closed. A thread marks
  * itself in flight with a plain store to its own slot; the quiescer uses
  * membarrier(2) (or, if unavailable, both sides use full fences).
  */
@@ -391,6 +406,12 @@ struct tslot {
 };
 extern HIDDEN __thread struct tslot *t_slot __attribute__((tls_model("initial-exec")));
 extern HIDDEN __thread int t_helper __attribute__((tls_model("initial-exec")));
+enum gate_mode {
+	GATE_OPEN = 0,
+	GATE_SENDS_HELD = 1,
+	GATE_CLOSED = 2,
+};
+/* an int, not the enum: it is a futex word */
 extern HIDDEN volatile int g_mode;
 extern HIDDEN int g_need_fence;
 
@@ -411,7 +432,7 @@ static inline int gate_enter(int allow1)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	else
 		__asm__ __volatile__("" ::: "memory");
-	if (likely(g_mode == 0) || s->fast > 1)
+	if (likely(g_mode == GATE_OPEN) || s->fast > 1)
 		return GATE_FAST;
 	s->fast--;
 	return gate_slow(s, allow1);
@@ -528,8 +549,7 @@ HIDDEN int xl_ah_attr(struct ibv_ah_attr *at, struct rdev **rd);
 HIDDEN uint32_t ud_remote_qpn(struct sah *ah, uint32_t qpn);
 HIDDEN struct ibv_ah *ud_real_ah(struct sah *ah);
 
-/* checkpoint side (ckpt.c) */
-HIDDEN void *helper_main(void *arg);
+/* checkpoint side (addr.c, qprec.c; the rest in ckpt.h) */
 HIDDEN void addr_of_port(struct sctx *c, int port, int sgid_index, int global,
 			 struct vaddr *out);
 HIDDEN void capture_ports(struct sctx *c, int app);

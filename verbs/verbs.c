@@ -279,16 +279,16 @@ EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 /* ------------------------------------------------------------------- MRs */
 
 static struct ibv_mr *reg_common(struct ibv_pd *pd, void *addr, size_t length,
-				 uint64_t iova, unsigned int access, int how)
+				 uint64_t iova, unsigned int access, enum mr_how how)
 {
 	struct spd *p = SPD(pd);
 	struct ibv_mr *real;
 	struct smr *m = NULL;
 	int g = gate_enter(0);
 
-	if (how == 0)
+	if (how == MR_REG)
 		real = R.reg_mr(p->real, addr, length, (int)access);
-	else if (how == 1)
+	else if (how == MR_IOVA)
 		real = R.reg_mr_iova(p->real, addr, length, iova, (int)access);
 	else
 		real = R.reg_mr_iova2(p->real, addr, length, iova, access);
@@ -325,7 +325,7 @@ EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, i
 {
 	if (!IS_V(pd))
 		return R.reg_mr(pd, addr, length, access);
-	return reg_common(pd, addr, length, (uintptr_t)addr, (unsigned)access, 0);
+	return reg_common(pd, addr, length, (uintptr_t)addr, (unsigned)access, MR_REG);
 }
 
 EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
@@ -333,7 +333,7 @@ EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t leng
 {
 	if (!IS_V(pd))
 		return R.reg_mr_iova(pd, addr, length, iova, access);
-	return reg_common(pd, addr, length, iova, (unsigned)access, 1);
+	return reg_common(pd, addr, length, iova, (unsigned)access, MR_IOVA);
 }
 
 EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
@@ -341,7 +341,7 @@ EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len
 {
 	if (!IS_V(pd))
 		return R.reg_mr_iova2(pd, addr, length, iova, access);
-	return reg_common(pd, addr, length, iova, access, 2);
+	return reg_common(pd, addr, length, iova, access, MR_IOVA2);
 }
 
 EXPORT int ibv_dereg_mr(struct ibv_mr *mr)

@@ -1,10 +1,10 @@
 # verbs/verbs.mk - the verbs shim (libibcr-verbs.so), ibcr-launch and the
 # verbs test programs. Included by the top GNUmakefile; see docs/verbs.md.
 
-VERBS_SRC := core verbs data ckpt rdmacm epoll extended wr
+VERBS_SRC := core verbs data helper quiesce rebuild rendezvous udtarget addr qprec testhooks rdmacm epoll extended wr
 VERBS_TESTS := rc_pp selftest extra_objs microbench mtstress ext_verbs epollcm efdmodes
 VERBS_CFLAGS := $(OPT) $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden $(INC_verbs)
-VERBS_HDRS := verbs/shim.h lib/verbs_abi.h
+VERBS_HDRS := verbs/shim.h verbs/ckpt.h lib/verbs_abi.h
 
 ifneq ($(ARCH),x86_64)
 VERBS_ALL :=	# the verbs stage is built and tested on x86_64 only
@@ -52,3 +52,13 @@ verbs-bench: $(VERBS_ALL)
 	tests/verbs/bench-shim.sh
 
 .PHONY: verbs-check verbs-pair verbs-bench
+
+# ibcr-pmix: the PMIx engine of ibcr-job's barriers (libpmix-dev is a
+# build package: pkg-config runs in the recipe, after tools/deps.sh)
+ifeq ($(ARCH),x86_64)
+all: $(B)/ibcr-pmix
+$(B)/ibcr-pmix: tools/ibcr-pmix.c | deps-build
+	@mkdir -p $(dir $@)
+	$(CC) $(OPT) $(WARN) -D_GNU_SOURCE $(INC_tools) $$(pkg-config --cflags pmix) -o $@ $< \
+		$$(pkg-config --libs pmix)
+endif

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 
 MAN=$TOP/docs/man
-CMDS=(saver restart-loader ckpt-info ckpt-oci ibcr-launch ibcr-ctl)
+CMDS=(saver restart-loader ckpt-info ckpt-oci ibcr-launch ibcr-ctl ibcr-job)
 problems=()
 problem() { problems+=("$*"); note "problem: $*"; }
 

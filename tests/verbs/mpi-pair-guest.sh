@@ -20,9 +20,11 @@
 #   slurm  (first boot, after ckpt) the two guests as a Slurm cluster
 #          (slurm-up.sh); the same job as a step of an allocation; `ibcr-job
 #          checkpoint JOBID -D DIR --kill` with node 1's image path blocked
-#          fails and the job runs on; then it succeeds (files in RWDIR/slurm)
+#          fails and the job runs on (the files engine); then it succeeds
+#          (the PMIx engine, 2 fences per node; files in RWDIR/slurm)
 #   slurmrestart  (second boot) a new Slurm cluster and allocation:
-#          `ibcr-job restart -D DIR --jobid JOBID2`: the right answer
+#          `ibcr-job restart -D DIR --jobid JOBID2` (PMIx, 2 fences per
+#          node): the right answer
 #
 # Prints "PASS mpipair_PHASE_NAME (N s)" or "FAIL mpipair_PHASE_NAME: why".
 set -u
@@ -218,6 +220,18 @@ slurm_cluster() {
 # step takes seconds to start in a slow guest), whatever the load.
 slurm_job() { STEPS=1500 MS=60; }
 
+# DIR WHAT: each node's agent made 2 PMIx fences (a checkpoint: sends,
+# written; a restart: the address exchange, sockets), whatever the keys.
+pmix_fences() {
+	local i f
+	for i in 0 1; do
+		f=$1/pmix-stats.$i
+		[[ -f $f ]] || abort "the $2 did not use PMIx on node $i (no $f)"
+		[[ $(cat "$f") == "fences 2" ]] || abort "node $i's $2: $(cat "$f"), want 2 fences"
+	done
+	echo "info: $2 with PMIx: 2 fences per node"
+}
+
 slurm() {
 	local lp n rc=0 out
 	setup
@@ -241,19 +255,25 @@ slurm() {
 	mark running
 	echo "info: mpirun $(pgrep -x mpirun); ibcr-job roots $J in A: $("$B/ibcr-job" roots "$J" 2>&1 | tr '\n' ' ')"
 	mkdir -p "$M/ckpt/img.1"	# node 1 cannot write its image: all fail
-	echo "info: $((SECONDS - t0)) s: ibcr-job checkpoint $J, node 1 failing"
-	out=$("$B/ibcr-job" checkpoint "$J" -D "$M/ckpt" --kill 2>&1) || rc=$?
+	echo "info: srun --mpi=list: $(srun --mpi=list 2>&1 | tr -s '\n ' ' ')"
+	# the failure with the fallback engine (files), the checkpoint with PMIx
+	# (t_jobpmix tests a failure with PMIx, on the host)
+	echo "info: $((SECONDS - t0)) s: ibcr-job checkpoint $J, node 1 failing (files engine)"
+	out=$(IBCR_JOB_ENGINE=files "$B/ibcr-job" checkpoint "$J" -D "$M/ckpt" --kill 2>&1) || rc=$?
 	echo "info: $((SECONDS - t0)) s: $(tr '\n' '|' <<<"$out")"
 	((rc == 1)) || abort "ibcr-job checkpoint with node 1 failing: status $rc: $out"
 	grep -q 'node 1 (vm-b)' <<<"$out" || abort "the failure does not name node 1: $out"
 	[[ ! -e $M/ckpt/img.0 ]] || abort "an image was left by the failed checkpoint"
+	! compgen -G "$M/ckpt/pmix-stats.*" >/dev/null || abort "IBCR_JOB_ENGINE=files used PMIx"
 	echo "info: $(grep 'node 1' <<<"$out" | head -n 1)"
 	n=$(ticks)
 	wait_tick $((n + 2))	# every process ran on
 	rmdir "$M/ckpt/img.1"
-	echo "info: $((SECONDS - t0)) s: ibcr-job checkpoint $J"
-	out=$("$B/ibcr-job" checkpoint "$J" -D "$M/ckpt" --kill 2>&1) || abort "ibcr-job checkpoint: $out"
+	echo "info: $((SECONDS - t0)) s: ibcr-job checkpoint $J (PMIx engine)"
+	out=$(IBCR_JOB_ENGINE=pmix "$B/ibcr-job" checkpoint "$J" -D "$M/ckpt" --kill 2>&1) ||
+		abort "ibcr-job checkpoint: $out"
 	echo "info: $out"
+	pmix_fences "$M/ckpt" checkpoint
 	wait $lp
 	grep -q ANSWER "$M/mpi.out" && abort "the job ended before the checkpoint"
 	! pgrep -x mpirun >/dev/null || abort "mpirun runs on after ibcr-job checkpoint --kill"
@@ -273,9 +293,13 @@ slurmrestart() {
 		echo "PASS mpipair_slurmrestart_$ME ($((SECONDS - t0)) s)"
 		return
 	fi
+	# the default engine of a restart: files (a PMIx restart returned
+	# while the job still ran: docs/verbs.md, Limits)
 	out=$(timeout 900 "$B/ibcr-job" restart -D "$M/ckpt" --jobid "$J" 2>&1) ||
 		abort "ibcr-job restart: status $?: $(tail -n 5 <<<"$out")"
 	check_answer
+	! compgen -G "$(ls -d "$M"/ckpt/restart.* | tail -n 1)/pmix-stats.*" >/dev/null ||
+		abort "ibcr-job restart used PMIx by default"
 	mark restarted
 	echo "PASS mpipair_slurmrestart_$ME (job $J, $((SECONDS - t0)) s)"
 }

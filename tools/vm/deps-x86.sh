@@ -18,9 +18,11 @@ set -euo pipefail
 # cpio: to pack the initramfs.
 # slurmctld, slurmd, slurm-client, munge: the pair guests as a Slurm cluster
 #   (tests/verbs/slurm-up.sh), for ibcr-job.
+# libpmix-dev: ibcr-pmix (ibcr-job's PMIx engine) and Slurm's mpi/pmix plugin.
 readonly PACKAGES=(
     qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers
     libibverbs-dev perftest iproute2 kmod cpio slurmctld slurmd slurm-client munge
+    libpmix-dev
 )
 
 # Prints the packages of PACKAGES that are not fully installed.
