@@ -13,6 +13,7 @@
 #include "image_io.h"
 #include "model.h"
 #include "plan.h"
+#include "status.h"
 
 /* Bytes the core writes into restored memory before threads resume. */
 struct poke {
@@ -253,7 +254,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 __attribute__((noreturn)) void child_fail(int fd, const struct ibcr_err *e);
 
 /* finalize.c (parent) */
-int finalize(pid_t child, int status_fd, int control_fd, int verbose, int keep,
+int finalize(pid_t child, uint64_t plan_addr, int control_fd, int verbose, int keep,
 	     struct ibcr_err *e);
 
 /* pages.c (parent): fills the regions of a compressed image on request */
@@ -322,6 +323,7 @@ struct job {
 	int parent;		/* index of its parent in the image, or -1: a root */
 	pid_t child;		/* its pid, once known */
 	int status_fd, control_fd;	/* the loader's ends */
+	uint64_t plan_addr;	/* its plan, in it: from ST_READY */
 	int st, exited;
 	int pages_open;
 	struct pages pages;	/* compressed images: the filler */
