@@ -12,6 +12,7 @@
 #include "err.h"
 #include "image_io.h"
 #include "model.h"
+#include "fobj.h"
 #include "plan.h"
 #include "status.h"
 

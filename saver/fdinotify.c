@@ -359,7 +359,7 @@ int inotify_capture(pid_t pid, int fd, struct ibcr_fobj *o, uint8_t **data,
 		put_watch(&b, &w[i]);
 	}
 	free(w);
-	o->aux[0] = n;
+	fobj_inotify_set_watches(o, n);
 	o->data_len = b.len;
 	*data = b.p;
 	return 0;
