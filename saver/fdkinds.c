@@ -45,19 +45,6 @@ int fdinfo_read(pid_t pid, int fd, char **s, struct ibcr_err *e)
 	return proc_read(path, s, NULL, e);
 }
 
-/* The number after KEY at the start of a line of s, in base. */
-int fdinfo_field(const char *s, const char *key, int base, uint64_t *v)
-{
-	size_t n = strlen(key);
-
-	for (const char *p = s; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, key, n)) {
-			*v = strtoull(p + n, NULL, base);
-			return 1;
-		}
-	return 0;
-}
-
 /* A descriptor of ours on the same open file description as pid's fd. */
 int grab_fd(pid_t pid, int fd, struct ibcr_err *e)
 {
@@ -246,12 +233,12 @@ static int epoll_entries(const struct fobjs *o, pid_t pid, int efd, struct buf *
 	if (fdinfo_read(pid, efd, &s, e))
 		return -1;
 	for (p = strstr(s, "\ntfd:"); p && !rc; p = strstr(p + 1, "\ntfd:")) {
-		unsigned long long data;
-		unsigned events;
+		uint64_t data;
+		uint32_t events;
 		int tfd;
 		uint64_t w[3];
 
-		if (sscanf(p + 1, "tfd: %d events: %x data: %llx", &tfd, &events, &data) != 3) {
+		if (fdinfo_epoll_entry(p + 1, &tfd, &events, &data)) {
 			rc = ibcr_fail(e, "pid %d fd %d: cannot parse its epoll entry '%.60s'",
 				       (int)pid, efd, p + 1);
 			break;

@@ -64,15 +64,12 @@ static const char *kind_name(mode_t m, const char *link)
 static int read_fdinfo(pid_t pid, int fd, struct ibcr_fobj *o, uint32_t *cloexec,
 		       struct ibcr_err *e)
 {
-	char path[64], *s, *p;
+	char path[64], *s;
 
 	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", (int)pid, fd);
 	if (proc_read(path, &s, NULL, e))
 		return -1;
-	if ((p = strstr(s, "pos:")))
-		o->pos = strtoull(p + 4, NULL, 10);
-	if ((p = strstr(s, "flags:")))
-		o->flags = (uint32_t)strtoul(p + 6, NULL, 8);
+	fdinfo_pos_flags(s, &o->pos, &o->flags);
 	free(s);
 	*cloexec = (o->flags & O_CLOEXEC) != 0;
 	o->flags &= ~(uint32_t)O_CLOEXEC;
