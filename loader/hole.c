@@ -60,7 +60,7 @@ int find_free_in(const struct plan_range *busy, size_t n, uint64_t size, uint64_
 			free(s);
 			return 0;
 		}
-		if (s[i].start < top)
+		if (s[i].start < top + MARGIN)	/* the margin below it reaches below top */
 			top = s[i].start > MARGIN ? s[i].start - MARGIN : 0;
 	}
 	free(s);

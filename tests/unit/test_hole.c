@@ -68,6 +68,16 @@ static void hole_none(void **state)
 	assert_int_equal(find_free_in(layout, 2, UINT64_MAX, &at), -1);
 }
 
+static void hole_margin_at_top(void **state)
+{
+	/* a range that ends at the top (a stack, ASLR off): the margin below it too */
+	const struct plan_range high[] = { { 0x400000, 0x500000 }, { TOP - MB, TOP } };
+	uint64_t at = 0;
+
+	assert_int_equal(find_free_in(high, 2, MB, &at), 0);
+	assert_true(at == TOP - MB - M - MB);
+}
+
 static void near_nearest(void **state)
 {
 	const struct plan_range busy[] = { { 0x40000, 0x50000 }, { 0x10000, 0x20000 } };
@@ -156,6 +166,7 @@ int main(void)
 		cmocka_unit_test(hole_highest),
 		cmocka_unit_test(hole_messy_input),
 		cmocka_unit_test(hole_none),
+		cmocka_unit_test(hole_margin_at_top),
 		cmocka_unit_test(near_nearest),
 		cmocka_unit_test(near_bounds),
 		cmocka_unit_test(gaps),
