@@ -12,7 +12,7 @@
  * multicast memberships and SO_ATTACH_REUSEPORT_* programs, which
  * nothing reads back; multicast options of a TCP socket, which the
  * kernel sets from the first packet of an accepted connection and no
- * one may set (see docs/design.md, Sockets).
+ * one may set (see docs/design-notes.md, Sockets).
  *
  * Order: a restore sets them in table order. IP_TOS and IPV6_TCLASS set
  * the priority too, so SO_PRIORITY comes after them; SO_LOCK_FILTER

@@ -22,7 +22,7 @@
  * the buffers straight to the disk, while whole buffers come (all but
  * the last of a file written in one go); the rest goes through the page
  * cache. A file system without direct I/O gets the page cache only.
- * docs/design.md, "Writing the image", says why and when.
+ * docs/design-notes.md, "Writing the image", says why and when.
  */
 #define WQ_BUF_SIZE (1u << 20)
 /* what direct I/O needs of buffers, lengths and offsets (512 B and 4 KiB block disks) */

@@ -2,7 +2,7 @@
 /*
  * --addr-map OLD=NEW: the image's IP addresses OLD are restored as NEW,
  * for a job whose nodes are restarted on other hosts (ibcr-job restart,
- * docs/design.md "Jobs across nodes"). Every node's loader is given the
+ * docs/design-notes.md "Jobs across nodes"). Every node's loader is given the
  * same map, old node address -> new node address, for all the job's
  * nodes at once, so both ends of a connection between two nodes rewrite
  * its 4-tuple alike: the socket restored on the new host of A, bound to

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Is each mapped file the one saved? (docs/design.md, "Which file is the
+ * Is each mapped file the one saved? (docs/design-notes.md, "Which file is the
  * saved one"). The very file, untouched: same inode, device, size,
  * modification and change time. Otherwise (changed in place, a copy,
  * another machine, --path-map, a file replaced by rename) the same size

@@ -10,7 +10,7 @@
  * first_thread). TSYNC also gives the caller's no_new_privs to all, so
  * it is a thread without no_new_privs if there is one. A filter shared
  * by some threads but not all comes back as one copy per thread:
- * docs/design.md.
+ * docs/design-notes.md.
  */
 #include <errno.h>
 #include <sched.h>

@@ -4,7 +4,7 @@
  * a page not yet there would be a zero page (the userfaultfd is not
  * inherited), and its fork event could not be made exact (the kernel
  * zaps a MADV_DONTNEED range after its event is read, so a fork in
- * another thread may see the range before or after; docs/design.md,
+ * another thread may see the range before or after; docs/design-notes.md,
  * "Lazy restore"). So every thread stops at every system call entry
  * until the fill ends; a clone without CLONE_VM (fork, clone3 too) is
  * kept at its entry until then. Threads made meanwhile are traced from

@@ -3,7 +3,7 @@
  * A self-contained image (saver --self-contained) carries every file its
  * processes map and every regular file they have open (BACKING
  * contents). Before the restore, the loader puts back what is missing,
- * so that nothing of the original host is needed (docs/design.md,
+ * so that nothing of the original host is needed (docs/design-notes.md,
  * "Self-contained images"):
  *
  * - a file missing at its path is made there, with its saved contents,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The kernel's special mappings ([vvar], [vvar_vclock], [vdso]: whatever
- * set a kernel has, docs/design.md "Special mappings").
+ * set a kernel has, docs/design-notes.md "Special mappings").
  *
  * On the kernel the image was made on, each moves back to its saved
  * address. On another kernel (its [vdso] differs), the C library's

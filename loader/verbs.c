@@ -6,7 +6,7 @@
  * numbers, and have the core write the restart command, the rendezvous
  * directory, the peer timeout and the epoll entries that watch the
  * shim's descriptors into the shim's control object before any thread
- * resumes. See verbs/ibcr_verbs_abi.h and docs/verbs.md.
+ * resumes. See lib/verbs_abi.h and docs/verbs.md.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "buf.h"
-#include "ibcr_verbs_abi.h"
+#include "verbs_abi.h"
 #include "loader.h"
 
 static const struct ibcr_verbs_section *section_of(const struct ibcr_process_state *ps)
@@ -164,7 +164,7 @@ static int fd_number(const struct restore *rs, uint32_t i)
 /*
  * This process's epoll entries that watch a descriptor of the shim: the
  * loader adds them for the stand-ins (epoll_fill), the shim again for
- * the files it puts at those numbers (ibcr_verbs_abi.h).
+ * the files it puts at those numbers (verbs_abi.h).
  */
 static int epoll_entries(const struct restore *rs, const struct ibcr_verbs_control *c,
 			 struct ibcr_verbs_epoll *out, uint32_t *n, struct ibcr_err *e)
@@ -194,7 +194,7 @@ static int epoll_entries(const struct restore *rs, const struct ibcr_verbs_contr
 }
 
 /*
- * The restored threads must keep sharing one credential (docs/design.md,
+ * The restored threads must keep sharing one credential (docs/design-notes.md,
  * "Shared credentials"): the kernel refuses a verbs command (EACCES) from
  * a thread whose credential is not the very one the device was opened
  * with. They do when the core sets them once for all (PLAN_CREDS_SHARED)

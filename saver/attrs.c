@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Process and thread attributes that the kernel keeps and a restore
- * must set again (docs/design.md, "Process attributes"): from outside
+ * must set again (docs/design-notes.md, "Process attributes"): from outside
  * where the kernel shows them (oom_score_adj, cgroup, scheduling,
  * affinity), by injected calls where only the process can ask
  * (subreaper, THP, membarrier, timer slack, parent-death signal).

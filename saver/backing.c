@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The files the processes map (BACKING section): each once, with what a
- * restore recognises it by (docs/design.md, "Which file is the saved
+ * restore recognises it by (docs/design-notes.md, "Which file is the saved
  * one"). Its inode, device, size, modification and change times say
  * whether it is the very file, untouched; where that cannot hold (a copy,
  * another machine, --path-map), the SHA-256 of its contents says whether

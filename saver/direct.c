@@ -8,7 +8,7 @@
  * (vm.dirty_background_*). A larger image is held to the disk's speed
  * anyway, needs as much fresh memory as it is large, and pushes out the
  * cache of everything else on the machine, the application saved with
- * it included. docs/design.md, "Writing the image", has the numbers.
+ * it included. docs/design-notes.md, "Writing the image", has the numbers.
  */
 #include <stdio.h>
 #include <stdlib.h>

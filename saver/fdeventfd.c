@@ -9,7 +9,7 @@
  * count is put back as it was with a write. Reads happen only with a
  * count above 0 and writes only restore it, so nothing blocks.
  *
- * Cost of the test, said in docs/design.md: waiters of the eventfd are
+ * Cost of the test, said in docs/design-notes.md: waiters of the eventfd are
  * woken by the read and the write (none of the image's own: they are
  * stopped, and a woken reader finds the count it had), and an
  * edge-triggered epoll watching it for EPOLLOUT reports it once more.

@@ -3,7 +3,7 @@
  * Memory: classify every region, then stream the pages that are state
  * into the PAGES section, region by region, with a CRC for each.
  *
- * Which pages are state (docs/design.md, "Memory"):
+ * Which pages are state (docs/design-notes.md, "Memory"):
  * - private anonymous: pages present or swapped (pagemap); all-zero pages
  *   are skipped, since an untouched page reads as zeros too;
  * - private file mappings: only pages that diverged from the file

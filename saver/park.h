@@ -21,7 +21,7 @@ struct target;
  * the kernel lets the thread go and it returns by rt_sigreturn into
  * exactly that state, signal mask included. Every injected call is
  * swapped in at the entry stop of that rt_sigreturn and returns to the
- * gadget (docs/design.md, "A saver killed at any moment").
+ * gadget (docs/design-notes.md, "A saver killed at any moment").
  *
  * Where that cannot be done (no gadget in the program's code, no room on
  * the thread's stack, an architecture without it), the thread is set up

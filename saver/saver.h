@@ -6,7 +6,7 @@
 #include <sys/types.h>
 
 #include "arch.h"
-#include "ibcr_verbs_abi.h"
+#include "verbs_abi.h"
 #include "coord.h"
 #include "err.h"
 #include "image_io.h"

@@ -6,7 +6,7 @@
  * filters are a chain, newest to oldest, and the kernel shares chains
  * between threads (TSYNC, clone) and processes (fork). Nothing tells a
  * shared filter from an equal one installed twice, so equal filters on
- * equal chains become one record; docs/design.md says what the restore
+ * equal chains become one record; docs/design-notes.md says what the restore
  * makes of it.
  */
 #include <errno.h>

@@ -310,7 +310,7 @@ void target_release(struct target *t, int how)
  * its ports too: the kernel frees a process's memory before it closes
  * its descriptors, so a large one holds its sockets a while after SIGKILL.
  * A zombie whose parent does not reap it keeps its pid; the loader
- * waits for such a one a little (docs/design.md, "Identity").
+ * waits for such a one a little (docs/design-notes.md, "Identity").
  */
 void wait_gone(const struct target *t, uint32_t n)
 {

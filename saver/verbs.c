@@ -2,7 +2,7 @@
 /*
  * Processes that run with the verbs shim (libibcr-verbs.so) are brought
  * to a quiet point by the shim itself, while they still run: the saver
- * writes commands into the shim's control object (verbs/ibcr_verbs_abi.h)
+ * writes commands into the shim's control object (lib/verbs_abi.h)
  * and waits for its answers. Phase 1 (sends complete) runs in every
  * process before phase 2 (drain every CQ), so that no completion caused
  * by a peer's last send arrives after a CQ was drained. The control
@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "elfsym.h"
-#include "ibcr_verbs_abi.h"
+#include "verbs_abi.h"
 #include "procfs.h"
 #include "saver.h"
 

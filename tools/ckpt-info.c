@@ -22,7 +22,7 @@
 #include <time.h>
 
 #include "compress.h"
-#include "ibcr_verbs_abi.h"
+#include "verbs_abi.h"
 #include "filedata.h"
 #include "fobj.h"
 #include "image_io.h"

@@ -1,7 +1,8 @@
 #!/bin/bash
 # tools/lint.sh [aarch64]: the static checks of `make lint` (run by `make
 # check`). cppcheck and clang-tidy (.clang-tidy) over the product's C:
-# lib, arch, saver, loader and its core, verbs, tools. Any finding fails.
+# lib, freestanding (the restore core and its runtime), arch, saver,
+# loader, verbs, tools. Any finding fails.
 # A finding that is wrong is silenced where it is, with the reason beside
 # it (cppcheck-suppress, NOLINT(check)). Needs build/uapi: run after
 # `make`. With aarch64 (after `make ARCH=aarch64 all`): clang-tidy over
@@ -28,16 +29,16 @@ if [ "${1:-}" = aarch64 ]; then
 	UAPI=build/aarch64/uapi MUSL=/usr/include/aarch64-linux-musl
 	[ -d "$UAPI" ] && [ -d "$MUSL" ] ||
 		{ echo "lint: $UAPI or $MUSL missing: run make ARCH=aarch64 all first" >&2; exit 2; }
-	own=$(grep -l "__aarch64__" lib/*.c)
+	own=$(grep -l "__aarch64__" lib/*.c freestanding/rt/*.c)
 	echo "lint: clang-tidy, arch/aarch64 and" $own
 	fail=0
 	# +crc: clang's arm_acle.h declares the CRC32 intrinsics only for a
 	# file built for it; GCC's (the build's) also for a function's
-	# target("+crc"), which lib/crc32c.c uses so the rest runs anywhere
+	# target("+crc"), which freestanding/rt/crc32c.c uses so the rest runs anywhere
 	for f in arch/aarch64/*.c $own; do
 		if ! out=$(clang-tidy --quiet "$f" -- --target=aarch64-linux-musl -march=armv8-a+crc -nostdlibinc \
-			-isystem "$MUSL" $WARN -D_GNU_SOURCE -Ilib -Iarch -Iarch/aarch64 \
-			-Iloader/core -idirafter "$UAPI" 2>&1) ||
+			-isystem "$MUSL" $WARN -D_GNU_SOURCE -Ilib -Ifreestanding/rt -Iarch -Iarch/aarch64 \
+			-Ifreestanding/core -idirafter "$UAPI" 2>&1) ||
 		   grep -q "warning:\|error:" <<<"$out"; then
 			printf '%s: clang-tidy failed\n%s\n' "$f" "$out"
 			fail=1
@@ -51,14 +52,15 @@ ARCH=$(uname -m)
 UAPI=build/uapi
 [ -d "$UAPI" ] && [ -f build/gen/release.h ] || { echo "lint: $UAPI or build/gen missing: run make first" >&2; exit 2; }
 JOBS=$(nproc)
-BASE="$WARN -D_GNU_SOURCE -Ilib -Iarch -Iarch/$ARCH -Iloader/core -Iverbs -Ibuild/gen -idirafter $UAPI"
-CORE="$BASE -ffreestanding -nostdinc -isystem $(gcc -print-file-name=include) \
--include loader/core/hidden.h"
+BASE="$WARN -D_GNU_SOURCE -Ilib -Ifreestanding/rt -Iarch -Iarch/$ARCH -Ifreestanding/core -Iverbs -Ibuild/gen -idirafter $UAPI"
+CORE="$WARN -D_GNU_SOURCE -Ifreestanding/core -Ifreestanding/rt -Ibuild/core-inc -idirafter $UAPI \
+-ffreestanding -nostdinc -isystem $(gcc -print-file-name=include) -include freestanding/core/hidden.h"
 fail=0
 
 # what is checked: the product's C, or the --only files
-cpp_set=(lib saver loader verbs arch/"$ARCH" tools/ckpt-info.c tools/info_json.c tools/ckpt-oci.c)
-tidy_set=(lib/*.c saver/*.c loader/*.c loader/core/*.c verbs/*.c arch/"$ARCH"/*.c
+cpp_set=(lib freestanding/rt freestanding/core freestanding/arch/"$ARCH" saver loader verbs arch/"$ARCH" tools/ckpt-info.c tools/info_json.c tools/ckpt-oci.c)
+tidy_set=(lib/*.c freestanding/rt/*.c freestanding/core/*.c freestanding/arch/"$ARCH"/*.c
+	saver/*.c loader/*.c verbs/*.c arch/"$ARCH"/*.c
 	tools/ckpt-info.c tools/info_json.c tools/ckpt-oci.c)
 if [ ${#only[@]} -gt 0 ]; then
 	cpp_set=("${only[@]}")
@@ -70,7 +72,7 @@ fi
 echo "lint: cppcheck"
 if ! cppcheck -q --error-exitcode=1 --inline-suppr --enable=warning,portability,performance \
 	--suppress=missingIncludeSystem --suppress=ctuuninitvar -D__${ARCH}__ \
-	-Ilib -Iarch -Iarch/"$ARCH" -Iloader/core -Iverbs -Ibuild/gen -Itools \
+	-Ilib -Ifreestanding/rt -Iarch -Iarch/"$ARCH" -Ifreestanding/core -Iverbs -Ibuild/gen -Itools \
 	"${cpp_set[@]}"; then
 	fail=1
 fi
@@ -79,7 +81,7 @@ fi
 tidy() {
 	local f=$1 flags=$BASE out
 	case $f in
-	loader/core/*|arch/*/core_arch.c) flags=$CORE ;;
+	freestanding/core/*|freestanding/arch/*) flags=$CORE ;;
 	esac
 	# a finding fails (WarningsAsErrors), and so does a clang-tidy that
 	# could not run at all: its status, not only its output, decides

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdarg.h>
 
-#include "ibcr_verbs_abi.h"
+#include "verbs_abi.h"
 
 #define HIDDEN __attribute__((visibility("hidden")))
 #define EXPORT __attribute__((visibility("default")))
@@ -357,7 +357,7 @@ struct shim {
 	struct htab rev_qpn;	/* current peer qpn -> app qpn (UD src_qp) */
 	pthread_t helper;
 	int helper_started;
-	int wake[2];		/* the helper's wake pipe (ibcr_verbs_abi.h) */
+	int wake[2];		/* the helper's wake pipe (verbs_abi.h) */
 	int translating;	/* a rebuild happened: translate every WR */
 	uint64_t epoch_rebuilt;
 	uint64_t restart_start_ns;

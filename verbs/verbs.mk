@@ -3,8 +3,8 @@
 
 VERBS_SRC := core verbs data ckpt rdmacm epoll extended wr
 VERBS_TESTS := rc_pp selftest extra_objs microbench mtstress ext_verbs epollcm efdmodes
-VERBS_CFLAGS := $(OPT) $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iverbs
-VERBS_HDRS := verbs/shim.h verbs/ibcr_verbs_abi.h
+VERBS_CFLAGS := $(OPT) $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iverbs -Ilib
+VERBS_HDRS := verbs/shim.h lib/verbs_abi.h
 
 ifneq ($(ARCH),x86_64)
 VERBS_ALL :=	# the verbs stage is built and tested on x86_64 only
@@ -34,9 +34,9 @@ $(B)/ibcr-launch $(B)/ibcr-job: $(B)/%: tools/%
 	cp $< $@
 	chmod +x $@
 
-$(B)/tests/verbs/%: tests/verbs/%.c tests/verbs/common.h verbs/ibcr_verbs_abi.h
+$(B)/tests/verbs/%: tests/verbs/%.c tests/verbs/common.h lib/verbs_abi.h
 	@mkdir -p $(dir $@)
-	$(CC) $(OPT) $(WARN) -D_GNU_SOURCE -pthread -Iverbs -o $@ $< -libverbs -ldl $(VERBS_LIBS_$*)
+	$(CC) $(OPT) $(WARN) -D_GNU_SOURCE -pthread -Ilib -o $@ $< -libverbs -ldl $(VERBS_LIBS_$*)
 
 # librdmacm1 has no -dev package here: the test declares what it calls
 VERBS_LIBS_epollcm := -l:librdmacm.so.1

@@ -48,7 +48,7 @@ static inline int64_t arch_syscall_nr(const struct arch_gpregs *r)
  * orig_x0) before the ptrace stop, so the registers as read already
  * re-execute it; x8 still holds the original number, so a
  * RESTART_RESTARTBLOCK syscall runs again with its original arguments,
- * as on x86_64 (docs/design.md).
+ * as on x86_64 (docs/design-notes.md).
  */
 static inline int arch_rewind_syscall(struct arch_gpregs *r)
 {

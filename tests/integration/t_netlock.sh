@@ -75,7 +75,7 @@ grep -q "$held: kept, it holds the connections of $T/img3.ckpt" "$T/stale.out" |
 # says so, and the processes run on. (The connection itself is not
 # asserted: its sockets are still in repair mode when the dying saver's
 # tracees run again, before the guardian can turn it off; reading one
-# then fails with EPERM. A known gap, see docs/design.md.)
+# then fails with EPERM. A known gap, see docs/design-notes.md.)
 start "$T/prog4.out" "$PROGS/tcppair" 40
 pid=$PID
 wait_line "$T/prog4.out" '^tick 3 '

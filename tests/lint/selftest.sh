@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 T=$(mktemp -d "${TMPDIR:-/tmp}/ibcr-lint-selftest.XXXXXX") || exit 2
 trap 'rm -rf "$T"' EXIT
 mkdir -p "$T/tools" "$T/build"
-cp -r lib saver loader verbs arch .clang-tidy "$T/"
+cp -r lib freestanding saver loader verbs arch .clang-tidy "$T/"
 cp tools/lint.sh tools/ckpt-info.c tools/info_json.c tools/info.h "$T/tools/"
 ln -s "$PWD/build/uapi" "$T/build/uapi"
 ln -s "$PWD/build/gen" "$T/build/gen"

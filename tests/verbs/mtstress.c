@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 
 #include "common.h"
-#include "ibcr_verbs_abi.h"
+#include "verbs_abi.h"
 
 #define SZ 512
 

@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 
 #include "common.h"
-#include "ibcr_verbs_abi.h"
+#include "verbs_abi.h"
 
 #define SLOT 256
 #define NSLOT 16

@@ -45,7 +45,7 @@ int uffd_open(struct plan *p, const struct plan_vma *v)
 	 * huge pages again. Huge pages that came from THP "always" alone are
 	 * left to khugepaged, as for any memory then: the populate path
 	 * costs an extra zeroing where the kernel zeroes on allocation
-	 * (docs/design.md, "Huge pages come back").
+	 * (docs/design-notes.md, "Huge pages come back").
 	 */
 	if ((p->flags & PLAN_NO_UFFD) ||
 	    ((v->flags & IBCR_VMAF_THP) && (v->madv & IBCR_MADV_HUGEPAGE)))

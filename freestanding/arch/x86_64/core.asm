@@ -1,7 +1,7 @@
 ; SPDX-License-Identifier: MIT
 ; The restore core's assembly for x86_64: the blob header and entry, the
 ; system call gate, thread creation and the final rt_sigreturn. Linked
-; first into the position-independent core blob (see loader/core.lds).
+; first into the position-independent core blob (see freestanding/core.lds).
 
 bits 64
 default rel

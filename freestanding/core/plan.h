@@ -3,7 +3,7 @@
  * The restore plan: everything the freestanding restore core needs,
  * built by the loader's musl part inside the hole, next to the core's
  * code. Pointers in it point into the hole, which stays mapped until
- * every thread has resumed. Shared by loader/ and loader/core/.
+ * every thread has resumed. Shared by loader/ and the core (freestanding/core/).
  */
 #ifndef IBCR_PLAN_H
 #define IBCR_PLAN_H
@@ -54,7 +54,7 @@ struct plan_filter {
 	uint32_t flags;		/* SECCOMP_FILTER_FLAG_LOG, _TSYNC */
 };
 
-/* What a thread's credentials and sandbox become (loader/core/creds.c). */
+/* What a thread's credentials and sandbox become (freestanding/core/creds.c). */
 struct plan_creds {
 	uint32_t uid[4], gid[4];	/* real, effective, saved, filesystem */
 	uint64_t eff, prm, inh, bnd, amb;
