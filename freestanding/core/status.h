@@ -7,7 +7,7 @@
  * the packed structs below, written in one write() so that the reader
  * never sees half of one. Both ends are the same build: this layout is
  * no file format, but it is the one place that says what each side
- * sends. Shared by loader/ and loader/core/ (freestanding: no libc).
+ * sends. Shared by loader/ and freestanding/core/ (no libc).
  */
 #ifndef IBCR_STATUS_H
 #define IBCR_STATUS_H
