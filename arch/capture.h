@@ -2,12 +2,21 @@
 #ifndef IBCR_CAPTURE_H
 #define IBCR_CAPTURE_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
-#include "err.h"
-#include "image.h"
+/*
+ * Per-thread register state outside the general and FP register sets, in
+ * arch's own terms: the saver copies it into the image's thread record.
+ */
+struct arch_thread_extra {
+	uint64_t tls[2];	/* aarch64: tpidr_el0, tpidr2_el0; x86_64: unused */
+};
 
-/* Per-thread state outside the general and FP register sets (saver). */
-int arch_capture_thread(pid_t tid, struct ibcr_thread *rec, struct ibcr_err *e);
+/*
+ * Reads it from the stopped thread tid: 0, or -1 with errno set and
+ * *regset the register set (NT_*) that could not be read.
+ */
+int arch_capture_thread(pid_t tid, struct arch_thread_extra *x, int *regset);
 
 #endif

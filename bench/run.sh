@@ -23,6 +23,11 @@
 #                          the same directory)
 #   IBCR_BENCH_BUDGET_S, IBCR_BENCH_GUEST_S   see "what to run" below
 #   IBCR_BENCH_NO_DOCS=1   do not rewrite docs/benchmarks.md
+#   IBCR_BENCH_SKIP_FREEZE=1  no freeze-of-trees part (bench/freeze.sh)
+#   IBCR_BENCH_SKIP_COLD=1    no cold and lazy restore part
+#                          (bench/restore_cold.sh); IBCR_BENCH_COLD_REPS=N
+#                          rounds (default 2, quick 1), IBCR_BENCH_COLD_SIZES
+#                          (default "1G 4G", quick "256M")
 #
 # Exit status: 0, or 1 when any run failed (a restore whose memory does not
 # verify, a tool that failed, a workload that did not answer): the reason
@@ -39,6 +44,8 @@ WHERE=host
 . "$HERE/lib.sh"
 # shellcheck source=bench/freeze.sh
 . "$HERE/freeze.sh"
+# shellcheck source=bench/restore_cold.sh
+. "$HERE/restore_cold.sh"
 mkdir -p "${IBCR_BENCH_DIR:-$TOP/build/bench}" || exit 1
 WORK=$(mktemp -d "${IBCR_BENCH_DIR:-$TOP/build/bench}/work.XXXXXX") || exit 1
 RAW=$WORK/raw-host.csv
@@ -216,6 +223,13 @@ FREEZE_RAW=$WORK/raw-freeze.csv
 if [[ ${IBCR_BENCH_SKIP_FREEZE:-0} != 1 && $ONLY_VERBS != 1 ]]; then
     freeze_part "${IBCR_BENCH_FREEZE_REPS:-$([[ ${IBCR_BENCH_QUICK:-0} == 1 ]] && echo 1 || echo 3)}"
 fi
+# ---- cold and lazy restore (bench/restore_cold.sh) ---------------------
+COLD_RAW=$WORK/raw-cold.csv
+if [[ ${IBCR_BENCH_SKIP_COLD:-0} != 1 && $ONLY_VERBS != 1 ]]; then
+    # shellcheck disable=SC2046 # the sizes, one word each
+    cold_part "${IBCR_BENCH_COLD_REPS:-$([[ ${IBCR_BENCH_QUICK:-0} == 1 ]] && echo 1 || echo 2)}" \
+        ${IBCR_BENCH_COLD_SIZES:-$([[ ${IBCR_BENCH_QUICK:-0} == 1 ]] && echo 256M || echo 1G 4G)}
+fi
 now_ms; T_HOST=$NOW_MS
 
 # ---- the 6.1 guest with CRIU ---------------------------------------------
@@ -289,6 +303,7 @@ fi
 report_args=(--raw "$RAW" --meta "$WORK/meta.txt" --criu-host "$WORK/criu-host.txt"
              --criu-guest "$WORK/criu-guest.txt" --out "$RESULTS")
 [[ -s $FREEZE_RAW ]] && report_args+=(--freeze "$FREEZE_RAW")
+[[ -s $COLD_RAW ]] && report_args+=(--cold "$COLD_RAW")
 [[ -s $WORK/raw-verbs.csv ]] &&
     report_args+=(--verbs "$WORK/raw-verbs.csv" --verbs-meta "$WORK/verbs-guest.txt")
 [[ ${IBCR_BENCH_NO_DOCS:-0} == 1 ]] || report_args+=(--docs "$TOP/docs/benchmarks.md")

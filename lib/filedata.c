@@ -9,7 +9,7 @@
 #include "buf.h"
 #include "fdio.h"
 #include "filedata.h"
-#include "xxh64.h"
+#include "rt/xxh64.h"
 
 uint32_t file_table_sum(const struct ibcr_extent *x, uint32_t n)
 {

@@ -13,8 +13,8 @@
 
 #include "buf.h"
 #include "compress.h"
-#include "crc32c.h"
-#include "xxh64.h"
+#include "rt/crc32c.h"
+#include "rt/xxh64.h"
 #include "image_io.h"
 
 /* A string at `off` of a table of `size` bytes must end inside it. */

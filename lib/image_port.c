@@ -11,7 +11,7 @@
 #include "buf.h"
 #include "compress.h"
 #include "image_io.h"
-#include "xxh64.h"
+#include "rt/xxh64.h"
 
 /* A vdso is a few pages; anything larger is not one. */
 #define VDSO_MAX (1u << 20)

@@ -15,7 +15,7 @@
 
 #include "fdio.h"
 #include "buf.h"
-#include "crc32c.h"
+#include "rt/crc32c.h"
 #include "image_io.h"
 
 const char *ibcr_sec_type_name(uint32_t type)

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "buf.h"
-#include "crc32c.h"
+#include "rt/crc32c.h"
 #include "fdio.h"
 #include "image_io.h"
 #include "outpath.h"

@@ -4,7 +4,7 @@
  * process before it enters the restore core (they belong to its mm or
  * signal struct, which the core keeps): cgroup first, then
  * oom_score_adj, subreaper, THP, membarrier. What belongs to threads
- * goes into the plan, for the core (loader/core/attrs.c).
+ * goes into the plan, for the core (freestanding/core/attrs.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -105,7 +105,7 @@ void attrs_plan(struct plan *p, const struct restore *rs)
 
 /*
  * A thread's default timer slack is its creator's slack when it was
- * created. The core creates the other threads (loader/core/attrs.c); the
+ * created. The core creates the other threads (freestanding/core/attrs.c); the
  * main thread is created by fork, here: with ours set to its default
  * for the fork. Returns ours, to put back, or -1.
  */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Each thread's credentials and seccomp filters in the restore plan, for
- * the core (loader/core/creds.c). Filters come back as the tree the
+ * the core (freestanding/core/creds.c). Filters come back as the tree the
  * kernel had: the filters every thread of the process has, oldest first
  * (what TSYNC, or threads created after an install, share), are
  * installed once, by one thread, with SECCOMP_FILTER_FLAG_TSYNC, which
@@ -143,7 +143,7 @@ void plan_creds(struct plan *p, struct arena *a, const struct restore *rs)
  * writes to it (ib_safe_file_access), so threads given equal but
  * separate credentials get EACCES there. Shared, the main thread sets
  * them once before it makes the others, who inherit them
- * (loader/core/creds.c). Not when the values differ, when capabilities
+ * (freestanding/core/creds.c). Not when the values differ, when capabilities
  * come last (after filters that need CAP_SYS_ADMIN), when they lack
  * what clone3 needs for the saved TIDs, or when a thread's scheduling
  * needs a privilege they lack: it sets that after them. Either way the

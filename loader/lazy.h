@@ -38,6 +38,8 @@ void lazy_hold(struct lazy *lz, pid_t child, int *st, int *exited);
 double lazy_fill_ms(const struct lazy *lz);
 /* The faults it served (the program ran on memory not yet there). */
 unsigned long long lazy_faults(const struct lazy *lz);
+/* Bytes its background fill read with direct I/O (a cold image). */
+uint64_t lazy_direct_bytes(const struct lazy *lz);
 void lazy_free(struct lazy *lz);
 
 #endif

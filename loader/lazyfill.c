@@ -16,7 +16,8 @@
 
 #include "buf.h"
 #include "lazyfill.h"
-#include "xxh64.h"
+#include "rt/xxh64.h"
+#include "stream.h"
 
 #define PIECE (1u << 20)
 #define NMSG 64
@@ -124,15 +125,30 @@ static int corrupt(struct lazy *lz, const struct ibcr_vma *v, uint32_t region, u
 	return CP_GONE;
 }
 
-/* The region's data [c0, c1) (whole chunks) read and checked into lz->buf. */
-static int read_checked(struct lazy *lz, uint32_t region, uint64_t c0, uint64_t c1)
+/*
+ * The region's data [c0, c1) (whole chunks) read and checked, at *at:
+ * the stream's buffer when it has read it ahead, else lz->buf.
+ */
+static int read_checked(struct lazy *lz, uint32_t region, uint64_t c0, uint64_t c1,
+			int fault, const uint8_t **at_)
 {
 	const struct ibcr_process_state *ps = lz->ps;
 	const struct ibcr_vma *v = &ps->vmas[region];
 	uint64_t chunk = ps->sum_chunk, page = (uint64_t)getpagesize();
 	uint64_t off = ps->pages_off + v->data_off + c0;
-	ssize_t got = pread(lz->img_fd, lz->buf, c1 - c0, (off_t)off);
+	const uint8_t *buf = NULL;
+	ssize_t got = (ssize_t)(c1 - c0);
+	int err = 0;
 
+	/* a fault waits for no read ahead: only what the stream has read */
+	if (lz->stream)
+		buf = fault ? stream_peek(lz->stream, region, c0, c1)
+			    : stream_take(lz->stream, region, c0, c1, &err);
+	if (!buf) {
+		got = pread(lz->img_fd, lz->buf, c1 - c0, (off_t)off);
+		buf = lz->buf;
+	}
+	*at_ = buf;
 	if (got != (ssize_t)(c1 - c0)) {
 		kill(lz->child, SIGKILL);
 		fprintf(stderr, "restart-loader: pid %d: image %s: reading region %#llx-%#llx's "
@@ -145,7 +161,7 @@ static int read_checked(struct lazy *lz, uint32_t region, uint64_t c0, uint64_t 
 	for (uint64_t at = c0; at < c1; at += chunk) {
 		uint64_t len = c1 - at < chunk ? c1 - at : chunk;
 
-		if (page_sum(0, lz->buf + (at - c0), len, page, at / page) !=
+		if (page_sum(0, buf + (at - c0), len, page, at / page) !=
 		    ps->sums[lz->sumbase[region] + at / chunk])
 			return corrupt(lz, v, region, at);
 	}
@@ -171,18 +187,19 @@ static void consume(struct lazy *lz, size_t i, uint64_t addr, uint64_t k)
  * UFFDIO_COPY. CP_EVENTS: events wait to be read first (EAGAIN) or the
  * range went away (ENOENT, its event unread); CP_GONE: the mm is.
  */
-static int copy_piece(struct lazy *lz, size_t i, uint64_t addr, uint64_t len)
+static int copy_piece(struct lazy *lz, size_t i, uint64_t addr, uint64_t len, int fault)
 {
 	const struct lz_ext x = lz->ext[i];
 	uint64_t chunk = lz->ps->sum_chunk, dlen = lz->ps->vmas[x.region].data_len;
 	uint64_t d0 = x.doff + (addr - x.addr), c0 = d0 / chunk * chunk;
 	uint64_t c1 = (d0 + len + chunk - 1) / chunk * chunk;
 	struct uffdio_copy c = { .dst = addr, .len = len };
-	int rc = read_checked(lz, x.region, c0, c1 < dlen ? c1 : dlen);
+	const uint8_t *src;
+	int rc = read_checked(lz, x.region, c0, c1 < dlen ? c1 : dlen, fault, &src);
 
 	if (rc != CP_OK)
 		return rc;
-	c.src = (uint64_t)(uintptr_t)(lz->buf + (d0 - c0));
+	c.src = (uint64_t)(uintptr_t)(src + (d0 - c0));
 	rc = ioctl(lz->ufd, UFFDIO_COPY, &c);
 	if (c.copy > 0) {
 		lz->copied += (uint64_t)c.copy;
@@ -222,19 +239,31 @@ static int zero_page(struct lazy *lz, uint64_t addr)
 /* A fault at addr: the rest of its chunk (within its extent) in, or a zero page. */
 static int serve_fault(struct lazy *lz, uint64_t addr)
 {
-	uint64_t page = (uint64_t)getpagesize(), chunk = lz->ps->sum_chunk, end, d;
+	uint64_t page = (uint64_t)getpagesize(), chunk = lz->ps->sum_chunk, end, d, pend;
+	int ahead = 0;
 	long i;
 
 	addr &= ~(page - 1);
 	lz->faults++;
+	/* the program walks its memory: fill ahead of it, not behind */
+	if (addr > lz->last_fault && addr - lz->last_fault <= 4 * chunk)
+		lz->hint = addr;
+	lz->last_fault = addr;
 	i = ext_find(lz, addr);
 	if (i < 0 || !lz->ext)	/* ext_find says so; the analyzer cannot see it */
 		return zero_page(lz, addr);
 	d = lz->ext[i].doff + (addr - lz->ext[i].addr);
-	end = addr + (chunk - d % chunk);
+	/*
+	 * the stream reads it now or soon: wait for it, all of its piece
+	 * (a program walking its memory faults once a piece, not a chunk)
+	 */
+	if (lz->stream && stream_ahead(lz->stream, lz->ext[i].region, d, &pend))
+		ahead = 1, end = addr + (pend - d);
+	else
+		end = addr + (chunk - d % chunk);
 	if (end > lz->ext[i].addr + lz->ext[i].len)
 		end = lz->ext[i].addr + lz->ext[i].len;
-	return copy_piece(lz, (size_t)i, addr, end - addr);
+	return copy_piece(lz, (size_t)i, addr, end - addr, !ahead);
 }
 
 static void pend_add(struct lazy *lz, uint64_t addr)
@@ -302,22 +331,46 @@ static int drain(struct lazy *lz, int wait_ms)
 	return serve_pending(lz) == CP_GONE ? CP_GONE : CP_EVENTS;
 }
 
-/* The next piece still to come, in address order, in; 0 when none is left. */
+/* The first extent left from the hint on, then from the start; lz->n: none. */
+static size_t next_extent(const struct lazy *lz)
+{
+	size_t lo = 0, hi = lz->n;
+
+	while (lo < hi) {	/* the first that ends past the hint */
+		size_t mid = (lo + hi) / 2;
+
+		if (lz->ext[mid].addr + lz->ext[mid].len <= lz->hint)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = 0; k < lz->n; k++) {
+		size_t i = (lo + k) % lz->n;
+
+		if (lz->ext[i].len)
+			return i;
+	}
+	return lz->n;
+}
+
+/*
+ * The next piece still to come in: in address order from where the
+ * program last walked (else from the start); 0 when none is left.
+ */
 static int background(struct lazy *lz)
 {
-	for (size_t i = 0; i < lz->n; i++) {
-		const struct lz_ext *x = &lz->ext[i];
-		uint64_t chunk = lz->ps->sum_chunk, len = x->len < PIECE ? x->len : PIECE;
-		uint64_t d_end = (x->doff + len) / chunk * chunk;
+	size_t i = next_extent(lz);
+	const struct lz_ext *x;
+	uint64_t len;
 
-		if (!x->len)
-			continue;
-		/* end on a chunk of the data if that leaves something: each is read once */
-		if (d_end > x->doff && len == PIECE)
-			len = d_end - x->doff;
-		return copy_piece(lz, i, x->addr, len) == CP_GONE ? -1 : 1;
-	}
-	return 0;
+	if (i >= lz->n || !lz->ext)
+		return 0;
+	x = &lz->ext[i];
+	/* up to the next PIECE of the data: the stream's pieces end there */
+	len = PIECE - x->doff % PIECE;
+	if (len > x->len)
+		len = x->len;
+	return copy_piece(lz, i, x->addr, len, 0) == CP_GONE ? -1 : 1;
 }
 
 static double now_ms(void)
@@ -347,10 +400,31 @@ static int pace(struct lazy *lz, double *next)
 	return CP_OK;
 }
 
+/*
+ * Until the program runs, only its faults (and the core's for it) are
+ * served: the core's work is what "running again" waits for, and the
+ * background copies would take CPUs and the mm's lock from it.
+ */
+static int until_resumed(struct lazy *lz)
+{
+	struct pollfd p[2] = { { lz->ufd, POLLIN, 0 }, { lz->go, POLLIN, 0 } };
+
+	while (!__atomic_load_n(&lz->resumed, __ATOMIC_ACQUIRE)) {
+		if (poll(p, 2, lz->npend ? 1 : -1) < 0 && errno != EINTR)
+			return CP_GONE;
+		if (drain(lz, 0) == CP_GONE)
+			return CP_GONE;
+	}
+	return CP_OK;
+}
+
 void lazy_fill(struct lazy *lz)
 {
 	double next = 0;
 
+	if (until_resumed(lz) == CP_GONE)
+		return;
+	lazy_open_stream(lz);
 	for (;;) {
 		int rc = drain(lz, 0);
 

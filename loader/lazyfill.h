@@ -24,6 +24,7 @@ struct lazy {
 	pid_t child, holder;	/* holder: lazy_hold's thread */
 	int pid;		/* the saved pid, for messages */
 	int img_fd, ufd, slow_ms, started, over, heard;
+	int go, resumed;	/* eventfd: the program runs (lazy_resumed) */
 	const char *path;
 	pthread_t th;
 	struct pages pages;	/* only for pages_take_fd */
@@ -34,12 +35,18 @@ struct lazy {
 	uint64_t *pend;		/* faults to serve again: the kernel said EAGAIN */
 	size_t npend, cappend;
 	uint8_t *buf;
+	struct stream *stream;	/* the lazy regions' data read ahead, in order */
 	double t_start, t_end;
 	uint64_t copied, zeroed, faults;
+	uint64_t last_fault, hint;	/* the background goes on from hint */
 };
 
 /* lazyfill.c */
 void ext_add(struct lazy *lz, uint64_t addr, uint64_t len, uint64_t doff, uint32_t region);
+/* The lazy regions' data read ahead by stream.c, once the program runs (lazy.c). */
+void lazy_open_stream(struct lazy *lz);
+/* The program runs: the fill goes on beyond its faults (lazy.c). */
+void lazy_resumed(struct lazy *lz);
 /* Fills until nothing is left or the process is gone. */
 void lazy_fill(struct lazy *lz);
 

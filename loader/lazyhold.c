@@ -217,6 +217,7 @@ void lazy_hold(struct lazy *lz, pid_t child, int *st, int *exited)
 		if (ptrace(PTRACE_SETOPTIONS, h.t[i].tid, NULL, (void *)(uintptr_t)OPTS) ||
 		    ptrace(PTRACE_SYSCALL, h.t[i].tid, NULL, NULL))
 			h.t[i].state = T_GONE;
+	lazy_resumed(lz);
 	hold_loop(lz, &h, child, st, exited);
 	__atomic_store_n(&lz->heard, 1, __ATOMIC_RELEASE);
 	free(h.t);

@@ -13,8 +13,8 @@
 #include "image_io.h"
 #include "model.h"
 #include "fobj.h"
-#include "plan.h"
-#include "status.h"
+#include "core/plan.h"
+#include "core/status.h"
 
 /* Bytes the core writes into restored memory before threads resume. */
 struct poke {
@@ -280,6 +280,7 @@ struct pages {
 	/* page data we put in (--stats): by UFFDIO_COPY, by writing */
 	uint64_t copied, written;
 	struct stream *stream;	/* uncompressed, not in the page cache (stream.c) */
+	const struct restore *rs;	/* its lazy regions (lazy.c) or NULL */
 };
 
 int pages_open(struct pages *pg, const struct ibcr_process_state *ps, int img_fd,
@@ -412,7 +413,7 @@ __attribute__((noreturn)) void ibcr_enter(uint64_t entry, struct plan *p, uint64
 /* blob.asm */
 extern const uint8_t ibcr_core_blob[], ibcr_core_blob_end[];
 
-/* Header at the start of the core blob (arch/<arch>/core.*). */
+/* Header at the start of the core blob (freestanding/arch/<arch>/core.*). */
 struct core_blob_head {
 	uint64_t magic;
 	uint32_t entry;

@@ -44,12 +44,14 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+static double trace_t0;	/* the loader's start: trace lines say when */
+
 /* Prints a trace line of the child or its core (IBCR_TRACE=1). */
 static void print_trace(int fd)
 {
 	char c;
 
-	fputs("restart-loader: trace: ", stderr);
+	fprintf(stderr, "restart-loader: trace: %.1f ms: ", now_ms() - trace_t0);
 	while (read(fd, &c, 1) == 1 && c != '\n')
 		fputc(c, stderr);
 	fputc('\n', stderr);
@@ -70,6 +72,16 @@ __attribute__((noreturn)) void exit_like(int st)
 	_exit(WEXITSTATUS(st));
 }
 
+/* The page data reader of j's process, once; j->pages_open says whether it is. */
+static void job_pages_open(struct job *j, struct ibcr_err *e)
+{
+	if (j->pages_open || pages_open(&j->pages, &j->ps, j->rs.r->fd, j->rs.r->path,
+					j->child, e))
+		return;
+	j->pages_open = 1;
+	j->pages.rs = &j->rs;	/* its lazy regions stay out of the stream */
+}
+
 /*
  * A region of a compressed image, asked for by the core (its index and
  * its userfaultfd's number or -1): fill it, answer CT_DONE; CT_CANNOT
@@ -81,9 +93,7 @@ static void serve_fill(struct job *j, const struct st_fill *m)
 	char reply = CT_DONE;
 	int rc = -1;
 
-	if (!j->pages_open && !pages_open(&j->pages, &j->ps, j->rs.r->fd, j->rs.r->path,
-					  j->child, &e))
-		j->pages_open = 1;
+	job_pages_open(j, &e);
 	if (j->pages_open)
 		rc = pages_fill(&j->pages, m->vma, m->uffd, &e);
 	if (rc > 0)
@@ -109,9 +119,7 @@ static void serve_help(struct job *j, const struct st_help *m)
 	uint32_t sum = 0;
 	int rc;
 
-	if (!j->pages_open && !pages_open(&j->pages, &j->ps, j->rs.r->fd, j->rs.r->path,
-					  j->child, &e))
-		j->pages_open = 1;
+	job_pages_open(j, &e);
 	if (!j->pages_open)
 		rc = -1;
 	else if (m->kind == ST_HELP_UFFD)
@@ -422,7 +430,7 @@ static int start_all(const struct loader_opts *o, struct job *j, uint32_t n, int
 
 int main(int argc, char **argv)
 {
-	double start = now_ms(), t_prepared, t_filled;
+	double start = trace_t0 = now_ms(), t_prepared, t_filled;
 	uint64_t copied = 0, written = 0, direct = 0;	/* page data we put in, read direct */
 	struct loader_opts o;
 	struct img_reader r;
@@ -510,6 +518,10 @@ int main(int argc, char **argv)
 	/* one process: a tree's forks and shared pages are not held yet (lazyhold.c) */
 	for (uint32_t i = 0; o.lazy && r.hdr.nprocs == 1 && i < r.hdr.nprocs; i++)
 		j[i].rs.lazy = 1;
+	if (o.lazy && r.hdr.nprocs > 1)
+		fprintf(stderr, "restart-loader: --lazy: image %s holds %u processes: their memory "
+			"is filled before they run (a lazy restore serves one process)\n", o.image,
+			r.hdr.nprocs);
 	stream_decide(j, r.hdr.nprocs, r.fd, verbose);
 	if (cow_prepare(j, r.hdr.nprocs, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
@@ -566,9 +578,10 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < r.hdr.nprocs; i++) {
 		lazy_hold(j[i].lazy, j[i].child, &j[i].st, &j[i].exited);
 		if (o.stats && j[i].lazy)
-			fprintf(stderr, "ibcr-stats: lazy_fill_ms=%.1f full_ms=%.1f faults=%llu\n",
-				lazy_fill_ms(j[i].lazy), now_ms() - start,
-				(unsigned long long)lazy_faults(j[i].lazy));
+			fprintf(stderr, "ibcr-stats: lazy_fill_ms=%.1f full_ms=%.1f faults=%llu "
+				"direct_kb=%llu\n", lazy_fill_ms(j[i].lazy), now_ms() - start,
+				(unsigned long long)lazy_faults(j[i].lazy),
+				(unsigned long long)(lazy_direct_bytes(j[i].lazy) >> 10));
 		lazy_free(j[i].lazy);
 		j[i].lazy = NULL;
 	}

@@ -23,7 +23,7 @@
 #include "buf.h"
 #include "fdio.h"
 #include "loader.h"
-#include "xxh64.h"
+#include "rt/xxh64.h"
 
 #define HELP_BUF (4u << 20)
 #define HELP_IOV 1024	/* IOV_MAX */
@@ -132,7 +132,7 @@ int pages_help(struct pages *pg, uint32_t idx, uint64_t from, uint32_t *sum,
 }
 
 /*
- * With the core's userfaultfd (loader/core/uffd.c): the image's data
+ * With the core's userfaultfd (freestanding/core/uffd.c): the image's data
  * mapped from the page cache a window at a time and copied in with
  * UFFDIO_COPY, no page zeroed first. The descriptor is taken from the
  * child with pidfd_getfd (Linux 5.6): the ioctls act on the child's

@@ -19,9 +19,10 @@
 
 #include "buf.h"
 #include "compress.h"
-#include "crc32c.h"
-#include "xxh64.h"
+#include "rt/crc32c.h"
+#include "rt/xxh64.h"
 #include "loader.h"
+#include "lazy.h"
 #include "stream.h"
 
 /*
@@ -228,7 +229,8 @@ static int stream_put(void *ctx, uint32_t region, uint64_t off, const uint8_t *p
 /*
  * The regions the core will ask us to fill, in stream order: those with
  * data of their own that were not built before the fork (cow.c) nor are
- * shared memory (shm.c). A wrong guess costs a read, not a wrong page:
+ * shared memory (shm.c) nor filled lazily (lazy.c: read ahead, they
+ * would only delay the others). A wrong guess costs a read, not a wrong page:
  * the stream reads a region it was not told of when it is asked for it.
  */
 static struct stream *open_stream(struct pages *pg, struct ibcr_err *e)
@@ -243,7 +245,8 @@ static struct stream *open_stream(struct pages *pg, struct ibcr_err *e)
 		const struct ibcr_vma *v = &ps->vmas[i];
 
 		if (v->data_len && (v->kind == IBCR_VMA_ANON || v->kind == IBCR_VMA_FILE) &&
-		    !(v->flags & (IBCR_VMAF_COW | IBCR_VMAF_COWSRC)))
+		    !(v->flags & (IBCR_VMAF_COW | IBCR_VMAF_COWSRC)) &&
+		    !(pg->rs && lazy_region(pg->rs, i)))
 			ext[n++] = (struct stream_ext){ ps->pages_off + v->data_off, v->data_len, i };
 	}
 	s = stream_open(pg->img_fd, ext, n, 1, &sink, e);

@@ -34,7 +34,7 @@
 #include "buf.h"
 #include "loader.h"
 #include "sha256.h"
-#include "xxh64.h"
+#include "rt/xxh64.h"
 
 struct selfc {
 	const struct ibcr_backings *b;

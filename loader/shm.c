@@ -23,7 +23,7 @@
 #include "procfs.h"
 
 #include "buf.h"
-#include "xxh64.h"
+#include "rt/xxh64.h"
 #include "fdkinds.h"
 #include "loader.h"
 

@@ -9,8 +9,10 @@
  * the cache holds whole with plain pread), by NREAD threads, into a ring
  * of NSLOT buffers, ahead of the core's requests; each thread also sums
  * the pieces it read and puts them in place once their region is asked
- * for, so reading, summing and copying run on every CPU at once. The
- * buffers are ours alone: the bytes summed are the bytes put in.
+ * for, so reading, summing and copying run on every CPU at once. A
+ * thread reads first while fewer than QD reads are in flight: when all
+ * put (CPU-bound, on two CPUs here), the disk stood idle. The buffers
+ * are ours alone: the bytes summed are the bytes put in.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,13 +25,16 @@
 
 #include "buf.h"
 #include "fdio.h"
+#include "lazy.h"
 #include "loader.h"
+#include "pagecache.h"
 #include "stream.h"
-#include "xxh64.h"
+#include "rt/xxh64.h"
 
 #define PIECE (1u << 20)
 #define NSLOT 16
-#define NREAD 4
+#define NREAD 6	/* threads: QD reading, the others summing and copying */
+#define QD 3
 
 struct piece {
 	uint64_t off;		/* in the file */
@@ -65,9 +70,16 @@ struct stream {
 	pthread_t th[NREAD];
 	int nth, stop;
 	uint64_t direct_bytes;
+	uint64_t take;		/* stream_take: the piece held, or UINT64_MAX */
+	int seeking;
+	int reading;		/* reads in flight */
 };
 
-/* Cuts the extents into pieces that end on PIECE boundaries of the file. */
+/*
+ * Cuts the extents into pieces that end on PIECE boundaries of the file;
+ * of each extent's data when taken in order (stream_take: a piece then
+ * holds whole chunks of the data's sums).
+ */
 static void cut(struct stream *s, const struct stream_ext *ext, size_t n)
 {
 	size_t pg = (size_t)getpagesize();
@@ -78,7 +90,8 @@ static void cut(struct stream *s, const struct stream_ext *ext, size_t n)
 	s->pieces = xcalloc(cap + 1, sizeof(*s->pieces));
 	for (size_t i = 0; i < n; i++)
 		for (uint64_t at = ext[i].off, end = ext[i].off + ext[i].len; at < end; ) {
-			uint64_t stop = (at / PIECE + 1) * PIECE;
+			uint64_t base = s->sink.put ? 0 : ext[i].off % PIECE;
+			uint64_t stop = ((at - base) / PIECE + 1) * PIECE + base;
 
 			if (stop > end)
 				stop = end;
@@ -89,36 +102,21 @@ static void cut(struct stream *s, const struct stream_ext *ext, size_t n)
 }
 
 /*
- * Which pieces the page cache holds whole (mincore of the file mapped);
- * those are read through it. Without the answer, all go direct.
+ * Which pieces the page cache holds whole; those are read through it.
+ * None (or all) of the data cached, the common cases, costs one look.
  */
 static void residency(struct stream *s)
 {
-	size_t pg = (size_t)getpagesize();
-	uint64_t lo, hi;
-	uint8_t *vec;
-	void *map;
+	uint64_t lo, hi, missing;
 
 	if (!s->npieces)
 		return;
-	lo = s->pieces[0].off / pg * pg;
+	lo = s->pieces[0].off;
 	hi = s->pieces[s->npieces - 1].off + s->pieces[s->npieces - 1].len;
-	map = mmap(NULL, hi - lo, PROT_READ, MAP_SHARED, s->fd, (off_t)lo);
-	if (map == MAP_FAILED)
-		return;
-	vec = xmalloc((hi - lo) / pg + 1);
-	if (!mincore(map, hi - lo, vec))
-		for (uint64_t i = 0; i < s->npieces; i++) {
-			const struct piece *p = &s->pieces[i];
-			uint64_t first = (p->off - lo) / pg, last = (p->off + p->len - 1 - lo) / pg;
-			int all = 1;
-
-			for (uint64_t k = first; k <= last && all; k++)
-				all = vec[k] & 1;
-			s->pieces[i].cached = (uint8_t)all;
-		}
-	free(vec);
-	munmap(map, hi - lo);
+	missing = pagecache_missing(s->fd, lo, hi - lo);
+	for (uint64_t i = 0; i < s->npieces && missing < hi - lo; i++)
+		s->pieces[i].cached = !missing ||
+				      !pagecache_missing(s->fd, s->pieces[i].off, s->pieces[i].len);
 }
 
 /* len bytes at off into buf: 0 or an errno (EIO: the image ends early). */
@@ -149,7 +147,7 @@ static int put_piece(struct stream *s, uint64_t i, const uint8_t *buf, uint32_t 
 /* A slot whose piece may be put in now, or NULL (under the lock). */
 static struct pslot *puttable(struct stream *s)
 {
-	for (int k = 0; k < NSLOT; k++) {
+	for (int k = 0; k < NSLOT && s->sink.put; k++) {
 		struct pslot *sl = &s->slot[k];
 		uint32_t region;
 
@@ -179,7 +177,7 @@ static void piece_done(struct stream *s, struct pslot *sl, int err, uint32_t sum
 
 static int can_read(const struct stream *s)
 {
-	return s->next < s->npieces && s->slot[s->next % NSLOT].state == SLOT_FREE;
+	return !s->seeking && s->next < s->npieces && s->slot[s->next % NSLOT].state == SLOT_FREE;
 }
 
 static void *reader(void *arg)
@@ -196,6 +194,9 @@ static void *reader(void *arg)
 			pthread_cond_wait(&s->cv, &s->mu);
 		if (s->stop)
 			break;
+		/* reads first while fewer than QD are in flight: keep the disk busy */
+		if (sl && can_read(s) && s->reading < QD)
+			sl = NULL;
 		if (sl) {
 			/* pieces of regions passed over were never asked for: dropped */
 			int skip = s->pieces[sl->piece].region < s->open;
@@ -210,12 +211,14 @@ static void *reader(void *arg)
 		sl = &s->slot[s->next % NSLOT];
 		sl->piece = s->next++;
 		sl->state = SLOT_READING;
+		s->reading++;
 		pthread_mutex_unlock(&s->mu);
 		err = read_at(s, s->pieces[sl->piece].off, s->pieces[sl->piece].len,
 			      !s->pieces[sl->piece].cached, sl->buf);
 		pthread_mutex_lock(&s->mu);
 		sl->err = err;
 		sl->state = SLOT_READ;
+		s->reading--;
 		pthread_cond_broadcast(&s->cv);
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -230,7 +233,9 @@ struct stream *stream_open(int fd, const struct stream_ext *ext, size_t n, int d
 
 	s->fd = fd;
 	s->dfd = -1;
-	s->sink = *sink;
+	s->take = UINT64_MAX;
+	if (sink)
+		s->sink = *sink;
 	cut(s, ext, n);
 	/* the very file, not whatever has its name now */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
@@ -254,8 +259,8 @@ struct stream *stream_open(int fd, const struct stream_ext *ext, size_t n, int d
 	return s;
 }
 
-/* Region r's pieces, [*first, *end), or none. */
-static void pieces_of(const struct stream *s, uint32_t r, uint64_t *first, uint64_t *end)
+/* The first piece of a region after r - 1 (pieces are in region order). */
+static uint64_t first_of(const struct stream *s, uint64_t r)
 {
 	uint64_t lo = 0, hi = s->npieces;
 
@@ -267,10 +272,14 @@ static void pieces_of(const struct stream *s, uint32_t r, uint64_t *first, uint6
 		else
 			hi = mid;
 	}
-	*first = lo;
-	while (hi < s->npieces && s->pieces[hi].region == r)
-		hi++;
-	*end = hi < lo ? lo : hi;
+	return lo;
+}
+
+/* Region r's pieces, [*first, *end), or none. */
+static void pieces_of(const struct stream *s, uint32_t r, uint64_t *first, uint64_t *end)
+{
+	*first = first_of(s, r);
+	*end = first_of(s, (uint64_t)r + 1);
 }
 
 /*
@@ -329,6 +338,105 @@ int stream_region(struct stream *s, const struct stream_ext *x, uint32_t *sum)
 	return err;
 }
 
+/* Piece k's slot (it was asked for, so it is or will be read into one). */
+static struct pslot *slot_of(struct stream *s, uint64_t k)
+{
+	struct pslot *sl = &s->slot[k % NSLOT];
+
+	while (!(sl->piece == k && (sl->state == SLOT_READ || sl->state == SLOT_PUTTING)))
+		pthread_cond_wait(&s->cv, &s->mu);
+	return sl;
+}
+
+/*
+ * The stream at piece k: those before it given back (their slots read
+ * again); away from what it read ahead, all of that (a seek: the
+ * reading goes on from k). Under the lock.
+ */
+static void seek_to(struct stream *s, uint64_t k)
+{
+	int away = k < s->take || k > s->next;
+
+	s->seeking = away;	/* no new read meanwhile: the window holds still */
+	for (uint64_t i = s->take; i < (away ? s->next : k); i++)
+		slot_of(s, i)->state = SLOT_FREE;
+	if (away)
+		s->next = k;
+	s->take = k;
+	s->seeking = 0;
+	pthread_cond_broadcast(&s->cv);
+}
+
+/* The piece of region's data [d0, d1), or UINT64_MAX when no one piece holds it. */
+static uint64_t piece_at(const struct stream *s, uint32_t region, uint64_t d0, uint64_t d1)
+{
+	uint64_t first, end, k, pg = (uint64_t)getpagesize();
+
+	pieces_of(s, region, &first, &end);
+	if (first == end || s->sink.put || !s->nth)
+		return UINT64_MAX;
+	k = first + d0 / PIECE;
+	if (k >= end || d0 < s->pieces[k].index * pg ||
+	    d1 > s->pieces[k].index * pg + s->pieces[k].len)
+		return UINT64_MAX;
+	return k;
+}
+
+int stream_ahead(struct stream *s, uint32_t region, uint64_t d, uint64_t *end)
+{
+	uint64_t k = piece_at(s, region, d, d), pg = (uint64_t)getpagesize();
+	int near;
+
+	if (k == UINT64_MAX) {
+		*end = 0;
+		return 0;
+	}
+	pthread_mutex_lock(&s->mu);
+	near = s->take != UINT64_MAX && k >= s->take && k < s->take + NSLOT;
+	pthread_mutex_unlock(&s->mu);
+	*end = s->pieces[k].index * pg + s->pieces[k].len;
+	return near;
+}
+
+const uint8_t *stream_peek(struct stream *s, uint32_t region, uint64_t d0, uint64_t d1)
+{
+	uint64_t k = piece_at(s, region, d0, d1), pg = (uint64_t)getpagesize();
+	const uint8_t *at = NULL;
+	struct pslot *sl;
+
+	if (k == UINT64_MAX)
+		return NULL;
+	pthread_mutex_lock(&s->mu);
+	sl = &s->slot[k % NSLOT];
+	if (k >= s->take && k < s->next && sl->piece == k && !sl->err &&
+	    (sl->state == SLOT_READ || sl->state == SLOT_PUTTING))
+		at = sl->buf + (d0 - s->pieces[k].index * pg);
+	pthread_mutex_unlock(&s->mu);
+	return at;
+}
+
+const uint8_t *stream_take(struct stream *s, uint32_t region, uint64_t d0, uint64_t d1,
+			   int *err)
+{
+	uint64_t k = piece_at(s, region, d0, d1), pg = (uint64_t)getpagesize();
+	const struct piece *p;
+	struct pslot *sl;
+
+	*err = 0;
+	if (k == UINT64_MAX)
+		return NULL;
+	p = &s->pieces[k];
+	pthread_mutex_lock(&s->mu);
+	if (s->take == UINT64_MAX)
+		s->take = 0;
+	seek_to(s, k);
+	sl = slot_of(s, k);
+	sl->state = SLOT_PUTTING;	/* ours until the next take */
+	*err = sl->err;
+	pthread_mutex_unlock(&s->mu);
+	return *err ? NULL : sl->buf + (d0 - p->index * pg);
+}
+
 uint64_t stream_direct_bytes(const struct stream *s)
 {
 	return s ? __atomic_load_n(&s->direct_bytes, __ATOMIC_RELAXED) : 0;
@@ -357,28 +465,6 @@ void stream_close(struct stream *s)
 	free(s);
 }
 
-/* Bytes of [off, off + len) of fd that the page cache does not hold. */
-uint64_t stream_uncached(int fd, uint64_t off, uint64_t len)
-{
-	size_t pg = (size_t)getpagesize();
-	uint64_t lo = off / pg * pg, hi = off + len, missing = 0;
-	uint8_t *vec;
-	void *map;
-
-	if (!len)
-		return 0;
-	map = mmap(NULL, hi - lo, PROT_READ, MAP_SHARED, fd, (off_t)lo);
-	if (map == MAP_FAILED)
-		return 0;
-	vec = xmalloc((hi - lo) / pg + 1);
-	if (!mincore(map, hi - lo, vec))
-		for (uint64_t k = 0; k < (hi - lo + pg - 1) / pg; k++)
-			missing += (vec[k] & 1) ? 0 : pg;
-	free(vec);
-	munmap(map, hi - lo);
-	return missing;
-}
-
 /*
  * Which processes the loader fills from the stream: those whose page
  * data the page cache lacks more than STREAM_MIN bytes of. Any part
@@ -388,6 +474,26 @@ uint64_t stream_uncached(int fd, uint64_t off, uint64_t len)
  * instead (tests, bench).
  */
 #define STREAM_MIN (16ull << 20)
+
+/*
+ * What the cache lacks of the page data the restore reads before the
+ * program runs: the lazy regions' is read later, by their own stream
+ * (lazy.c), and the few small regions left of a cold lazy restore come
+ * in sooner by readahead than by one direct read each.
+ */
+static uint64_t missing_before_run(const struct job *j, int img_fd)
+{
+	const struct ibcr_process_state *ps = &j->ps;
+	uint64_t missing = 0;
+
+	if (!j->rs.lazy)
+		return pagecache_missing(img_fd, ps->pages_off, ps->pages_size);
+	for (uint32_t k = 0; k < ps->nvmas; k++)
+		if (ps->vmas[k].data_len && !lazy_region(&j->rs, k))
+			missing += pagecache_missing(img_fd, ps->pages_off + ps->vmas[k].data_off,
+						     ps->vmas[k].data_len);
+	return missing;
+}
 
 void stream_decide(struct job *j, uint32_t n, int img_fd, int verbose)
 {
@@ -403,7 +509,7 @@ void stream_decide(struct job *j, uint32_t n, int img_fd, int verbose)
 			j[i].rs.stream_fill = !strcmp(force, "stream");
 			continue;
 		}
-		missing = stream_uncached(img_fd, ps->pages_off, ps->pages_size);
+		missing = missing_before_run(&j[i], img_fd);
 		j[i].rs.stream_fill = missing > STREAM_MIN;
 		if (verbose && j[i].rs.stream_fill)
 			fprintf(stderr, "restart-loader: pid %d: %llu MiB of its %llu MiB of page "

@@ -23,7 +23,11 @@ struct stream_sink {
 	void *ctx;
 };
 
-/* Reads ahead the extents, in order; direct: O_DIRECT where uncached. */
+/*
+ * Reads ahead the extents, in order; direct: O_DIRECT where uncached.
+ * With a sink its threads put the data in (stream_region); without,
+ * stream_take hands it out.
+ */
 struct stream *stream_open(int fd, const struct stream_ext *ext, size_t n, int direct,
 			   const struct stream_sink *sink, struct ibcr_err *e);
 /*
@@ -34,10 +38,24 @@ struct stream *stream_open(int fd, const struct stream_ext *ext, size_t n, int d
  * not told of, or out of order, is read and put in here.
  */
 int stream_region(struct stream *s, const struct stream_ext *x, uint32_t *sum);
+/*
+ * Taken instead (a stream opened without a sink, by one thread:
+ * lazyfill.c): region's data [d0, d1), read, if one piece holds it; the
+ * pieces before it are given back, and the stream reads on from it
+ * (from there on if it was elsewhere). NULL: read it yourself (*err:
+ * the stream's read failed with it). Valid until the next take.
+ */
+const uint8_t *stream_take(struct stream *s, uint32_t region, uint64_t d0, uint64_t d1,
+			   int *err);
+/*
+ * Whether the piece holding region's data at d is read or about to be
+ * (within the ring from the piece held on); *end: where its data ends.
+ */
+int stream_ahead(struct stream *s, uint32_t region, uint64_t d, uint64_t *end);
+/* The same if it is read already, without waiting or moving the stream; or NULL. */
+const uint8_t *stream_peek(struct stream *s, uint32_t region, uint64_t d0, uint64_t d1);
 uint64_t stream_direct_bytes(const struct stream *s);
 void stream_close(struct stream *s);
-/* How many bytes of [off, off + len) of fd the page cache lacks. */
-uint64_t stream_uncached(int fd, uint64_t off, uint64_t len);
 
 /* Sets rs.stream_fill of the image's processes (IBCR_FILL, the page cache). */
 struct job;

@@ -11,7 +11,7 @@
 #include <sys/prctl.h>
 
 #include "loader.h"
-#include "plan.h"
+#include "core/plan.h"
 
 #define PR_TIMER_CREATE_RESTORE_IDS 77
 #define PR_TIMER_CREATE_RESTORE_IDS_GET 2

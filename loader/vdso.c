@@ -20,7 +20,7 @@
 
 #include "arch.h"
 #include "buf.h"
-#include "crc32c.h"
+#include "rt/crc32c.h"
 #include "elfsym.h"
 #include "loader.h"
 #include "procfs.h"

@@ -25,7 +25,7 @@
 #include "saver.h"
 #include "sha256.h"
 #include "sink.h"
-#include "xxh64.h"
+#include "rt/xxh64.h"
 
 /*
  * Larger files are not hashed (a mapped database would cost its whole

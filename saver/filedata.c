@@ -21,7 +21,7 @@
 #include "fdio.h"
 #include "fdkinds.h"
 #include "filedata.h"
-#include "xxh64.h"
+#include "rt/xxh64.h"
 
 struct fdata {
 	int fd;			/* ours, on the file, until written (or -1) */

@@ -30,8 +30,8 @@
 #include <unistd.h>
 
 #include "buf.h"
-#include "crc32c.h"
-#include "xxh64.h"
+#include "rt/crc32c.h"
+#include "rt/xxh64.h"
 #include "procfs.h"
 #include "saver.h"
 #include "sink.h"

@@ -6,9 +6,9 @@
 
 #include "buf.h"
 #include "compress.h"
-#include "crc32c.h"
+#include "rt/crc32c.h"
 #include "sink.h"
-#include "xxh64.h"
+#include "rt/xxh64.h"
 
 int sink_init(struct sink *s, struct img_writer *w, int codec, int level)
 {

@@ -88,6 +88,21 @@ static int capture_rseq(pid_t tid, struct ibcr_thread *rec, struct ibcr_err *e)
 	return 0;
 }
 
+/* arch's per-thread extra registers into the image's record */
+_Static_assert(sizeof(((struct arch_thread_extra *)0)->tls) ==
+	       sizeof(((struct ibcr_thread *)0)->tls), "arch's TLS and the image's differ");
+static int capture_extra(pid_t tid, struct ibcr_thread *rec, struct ibcr_err *e)
+{
+	struct arch_thread_extra x;
+	int regset = 0;
+
+	if (arch_capture_thread(tid, &x, &regset))
+		return ibcr_fail_errno(e, errno, "thread %d: reading register set %#x",
+				       tid, regset);
+	memcpy(rec->tls, x.tls, sizeof(rec->tls));
+	return 0;
+}
+
 static int capture_one(struct target *t, uint32_t i, struct ibcr_err *e)
 {
 	struct ibcr_thread_state *ts = &t->ps.threads[i];
@@ -103,7 +118,7 @@ static int capture_one(struct target *t, uint32_t i, struct ibcr_err *e)
 		return -1;
 	rec->fpregs_size = (uint32_t)len;
 	if (pt_getsigmask(tid, &rec->sigmask, e) || read_comm(t->pid, tid, rec->comm, e) ||
-	    arch_capture_thread(tid, rec, e))
+	    capture_extra(tid, rec, e))
 		return -1;
 	if (syscall(SYS_get_robust_list, tid, &rec->robust_list, &rec->robust_len))
 		return ibcr_fail_errno(e, errno, "thread %d: reading robust list", tid);

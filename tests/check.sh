@@ -26,6 +26,7 @@ aarch64() {
 
 step lint tools/lint.sh
 step lint-self tests/lint/selftest.sh
+step layout-self tests/lint/layout-selftest.sh
 step integ tests/integration/run.sh
 step verbs tests/verbs/run-guest.sh
 step verbs-pair tests/verbs/run-pair.sh

@@ -10,7 +10,8 @@
 # (`__aarch64__`), as the aarch64 musl build sees them; the rest of the
 # code is the same for both and checked by the first form. With --only
 # FILE...: the host checks over those files alone (the selftest's planted
-# bug needs no second lint of the whole tree).
+# bug needs no second lint of the whole tree). A full run first checks
+# the include boundaries (tools/layout.sh).
 set -u
 cd "$(dirname "$0")/.."
 only=()
@@ -35,10 +36,15 @@ if [ "${1:-}" = aarch64 ]; then
 	# +crc: clang's arm_acle.h declares the CRC32 intrinsics only for a
 	# file built for it; GCC's (the build's) also for a function's
 	# target("+crc"), which freestanding/rt/crc32c.c uses so the rest runs anywhere
+	# shellcheck source=/dev/null
+	. build/aarch64/gen/incpaths.sh || exit 2
 	for f in arch/aarch64/*.c $own; do
+		case $f in
+		freestanding/*) inc=$INC_freestanding ;;
+		*) inc="INC_${f%%/*}"; inc=${!inc} ;;
+		esac
 		if ! out=$(clang-tidy --quiet "$f" -- --target=aarch64-linux-musl -march=armv8-a+crc -nostdlibinc \
-			-isystem "$MUSL" $WARN -D_GNU_SOURCE -Ilib -Ifreestanding/rt -Iarch -Iarch/aarch64 \
-			-Ifreestanding/core -idirafter "$UAPI" 2>&1) ||
+			-isystem "$MUSL" $WARN -D_GNU_SOURCE $inc -idirafter "$UAPI" 2>&1) ||
 		   grep -q "warning:\|error:" <<<"$out"; then
 			printf '%s: clang-tidy failed\n%s\n' "$f" "$out"
 			fail=1
@@ -52,9 +58,12 @@ ARCH=$(uname -m)
 UAPI=build/uapi
 [ -d "$UAPI" ] && [ -f build/gen/release.h ] || { echo "lint: $UAPI or build/gen missing: run make first" >&2; exit 2; }
 JOBS=$(nproc)
-BASE="$WARN -D_GNU_SOURCE -Ilib -Ifreestanding/rt -Iarch -Iarch/$ARCH -Ifreestanding/core -Iverbs -Ibuild/gen -idirafter $UAPI"
-CORE="$WARN -D_GNU_SOURCE -Ifreestanding/core -Ifreestanding/rt -Ibuild/core-inc -idirafter $UAPI \
--ffreestanding -nostdinc -isystem $(gcc -print-file-name=include) -include freestanding/core/hidden.h"
+# each component's include path, as the build has it (GNUmakefile, INC_*)
+# shellcheck source=/dev/null
+. build/gen/incpaths.sh || exit 2
+BASE="$WARN -D_GNU_SOURCE -idirafter $UAPI"
+CORE="$BASE $INC_core -ffreestanding -nostdinc -isystem $(gcc -print-file-name=include) \
+-include freestanding/core/hidden.h"
 fail=0
 
 # what is checked: the product's C, or the --only files
@@ -65,6 +74,8 @@ tidy_set=(lib/*.c freestanding/rt/*.c freestanding/core/*.c freestanding/arch/"$
 if [ ${#only[@]} -gt 0 ]; then
 	cpp_set=("${only[@]}")
 	tidy_set=("${only[@]}")
+else
+	tools/layout.sh || fail=1
 fi
 
 # cppcheck: ctuuninitvar takes every out-parameter (a buffer a read fills)
@@ -72,16 +83,18 @@ fi
 echo "lint: cppcheck"
 if ! cppcheck -q --error-exitcode=1 --inline-suppr --enable=warning,portability,performance \
 	--suppress=missingIncludeSystem --suppress=ctuuninitvar -D__${ARCH}__ \
-	-Ilib -Ifreestanding/rt -Iarch -Iarch/"$ARCH" -Ifreestanding/core -Iverbs -Ibuild/gen -Itools \
+	-Ilib -Ifreestanding -Iarch -Iarch/"$ARCH" -Iverbs -Ibuild/gen -Itools \
 	"${cpp_set[@]}"; then
 	fail=1
 fi
 
 # clang-tidy, one file per run, $JOBS at a time; core files get the core's flags
 tidy() {
-	local f=$1 flags=$BASE out
+	local f=$1 flags out
 	case $f in
 	freestanding/core/*|freestanding/arch/*) flags=$CORE ;;
+	freestanding/*) flags="$BASE $INC_freestanding" ;;
+	*) local inc="INC_${f%%/*}"; flags="$BASE ${!inc}" ;;
 	esac
 	# a finding fails (WarningsAsErrors), and so does a clang-tidy that
 	# could not run at all: its status, not only its output, decides
@@ -92,7 +105,7 @@ tidy() {
 	fi
 }
 export -f tidy
-export BASE CORE
+export BASE CORE INC_lib INC_arch INC_saver INC_loader INC_tools INC_verbs INC_freestanding
 echo "lint: clang-tidy ($JOBS at a time)"
 if ! printf '%s\n' "${tidy_set[@]}" | xargs -P "$JOBS" -I{} bash -c 'tidy {}'; then
 	fail=1

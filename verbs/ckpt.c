@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The helper thread: the cmd/state protocol of ibcr_verbs_abi.h, the
+ * The helper thread: the cmd/state protocol of lib/verbs_abi.h, the
  * two-phase quiesce, and the rebuild after a restart (device, PDs, MRs at
  * the same addresses, channels, CQs, SRQs, QPs, rendezvous with the peers,
  * state replay, receives re-posted, AHs).

@@ -3,7 +3,7 @@
 
 VERBS_SRC := core verbs data ckpt rdmacm epoll extended wr
 VERBS_TESTS := rc_pp selftest extra_objs microbench mtstress ext_verbs epollcm efdmodes
-VERBS_CFLAGS := $(OPT) $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iverbs -Ilib
+VERBS_CFLAGS := $(OPT) $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden $(INC_verbs)
 VERBS_HDRS := verbs/shim.h lib/verbs_abi.h
 
 ifneq ($(ARCH),x86_64)

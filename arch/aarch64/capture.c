@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: MIT
 /* aarch64: the TLS register tpidr_el0 (and tpidr2_el0 where present). */
 #include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
 
 #include "arch.h"
 #include "capture.h"
-#include "ptrace_util.h"
 
-int arch_capture_thread(pid_t tid, struct ibcr_thread *rec, struct ibcr_err *e)
+int arch_capture_thread(pid_t tid, struct arch_thread_extra *x, int *regset)
 {
-	uint64_t tls[2] = { 0, 0 };
-	size_t len = sizeof(tls);	/* 8 on older kernels, 16 with tpidr2 */
+	/* 8 bytes on older kernels, 16 with tpidr2: the rest stays zero */
+	struct iovec iov = { x->tls, sizeof(x->tls) };
 
-	if (pt_getregset(tid, ARCH_NT_TLS, tls, &len, e))
+	memset(x, 0, sizeof(*x));
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)ARCH_NT_TLS, &iov) == -1) {
+		*regset = ARCH_NT_TLS;
 		return -1;
-	memcpy(rec->tls, tls, sizeof(tls));
+	}
 	return 0;
 }

@@ -3,7 +3,7 @@
 #include <linux/mman.h>
 
 #include "core.h"
-#include "fmt.h"
+#include "rt/fmt.h"
 #include "status.h"
 #include "sys.h"
 

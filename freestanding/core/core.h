@@ -52,7 +52,7 @@ void core_late_limits(struct plan *p);
 void core_timers_create(struct plan *p);
 void core_timers_arm(struct plan *p, uint32_t idx);
 
-/* arch/<arch>/core_arch.c */
+/* freestanding/arch/<arch>/core_arch.c */
 long arch_set_tls(const uint64_t tls[2]);
 
 #endif

@@ -6,7 +6,7 @@
 #include <linux/mman.h>
 
 #include "core.h"
-#include "xxh64.h"
+#include "rt/xxh64.h"
 #include "sys.h"
 
 /* Reads are chunked so that each chunk is still in cache for its checksum. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * System calls for the freestanding restore core: one assembly gate
- * (arch/<arch>/core.*) and typed wrappers. Results are raw: -errno on
- * failure, as the kernel returns them.
+ * (freestanding/arch/<arch>/core.*) and typed wrappers. Results are raw:
+ * -errno on failure, as the kernel returns them.
  */
 #ifndef IBCR_CORE_SYS_H
 #define IBCR_CORE_SYS_H

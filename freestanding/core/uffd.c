@@ -17,7 +17,7 @@
 
 #include "core.h"
 #include "sys.h"
-#include "xxh64.h"
+#include "rt/xxh64.h"
 
 #define WINDOW (4ul << 20)
 #define CORE_O_CLOEXEC 02000000

@@ -7,7 +7,8 @@
 # the fill; a damaged page is found before it goes in and kills the
 # program with the reason; IBCR_NO_UFFD=1 and a user without
 # CAP_SYS_PTRACE get the eager fill; an image out of the page cache
-# restores, lazily and not.
+# restores, lazily (its fill reading with direct I/O) and not; a tree
+# is filled before it runs, and the loader says so.
 . "$(dirname "$0")/lib.sh"
 
 # lazy_restart IMAGE [ARGS...]: restart IMAGE --lazy --stats -v, slowed.
@@ -89,6 +90,17 @@ for how in --lazy eager; do
 	fi
 	wait_line "$T/prog.out" "^tick $((before + 3)) pid $RPID\$"
 	grep -q FAIL "$T/prog.out" && fail "cold $how: $(grep FAIL "$T/prog.out")"
+	if [ $how = --lazy ]; then
+		# the background fill read the cold heap with direct reads, as
+		# the eager fill does, while the heap's sums went on right
+		wait_line "$T/loader.err" '^ibcr-stats: lazy_fill_ms='
+		direct=$(sed -n 's/^ibcr-stats: lazy_fill_ms=.* direct_kb=\([0-9]*\).*/\1/p' "$T/loader.err")
+		[ "${direct:-0}" -ge $((32 << 10)) ] ||
+			fail "cold --lazy: ${direct:-no} KiB read direct: $(cat "$T/loader.err")"
+		before=$(last_tick "$T/prog.out")
+		wait_line "$T/prog.out" "^tick $((before + 2)) pid $RPID\$"
+		grep -q FAIL "$T/prog.out" && fail "cold $how, filled: $(grep FAIL "$T/prog.out")"
+	fi
 	kill_tree "$LPID"
 done
 
@@ -109,4 +121,20 @@ if [ "$(cat /proc/sys/vm/unprivileged_userfaultfd)" = 0 ]; then
 		fail "nobody: not said: $(cat "$T/loader.err")"
 	filled && fail "nobody: a lazy fill ran"
 fi
+# 7. a tree: filled before it runs (trees are not lazy yet), and said so
+start "$T/fam.out" "$PROGS/family" 100000 20
+pid=$PID
+wait_line "$T/fam.out" '^tick 3 '
+checkpoint "$pid" "$T/fam.ckpt" --tree --kill
+wait "$pid" 2>/dev/null || true
+: >"$T/loader.err"
+LOADER_ARGS="--lazy --stats" LOADER_ERR=$T/loader.err restart "$T/fam.ckpt"
+expect_pid "$pid" "$RPID"
+before=$(last_tick "$T/fam.out")
+wait_line "$T/fam.out" "^tick $((before + 3)) pid $RPID "
+grep -q FAIL "$T/fam.out" && fail "tree: $(grep FAIL "$T/fam.out")"
+grep -q "^restart-loader: --lazy: image .*fam.ckpt holds [0-9]* processes: their memory is filled before they run" \
+	"$T/loader.err" || fail "tree: --lazy not said to be eager: $(cat "$T/loader.err")"
+filled && fail "tree: a lazy fill ran"
+kill_tree "$LPID"
 echo "ok $TEST_NAME"

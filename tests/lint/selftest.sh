@@ -14,6 +14,7 @@ cp -r lib freestanding saver loader verbs arch .clang-tidy "$T/"
 cp tools/lint.sh tools/ckpt-info.c tools/info_json.c tools/info.h "$T/tools/"
 ln -s "$PWD/build/uapi" "$T/build/uapi"
 ln -s "$PWD/build/gen" "$T/build/gen"
+cp -r build/view "$T/build/"	# relative links: they lead into the copy
 cat >>"$T/lib/fdio.c" <<'C'
 
 int lint_selftest_planted(int n);

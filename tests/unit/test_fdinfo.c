@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "fdinfo.h"
+#include "saver/fdinfo.h"
 
 static const char timerfd[] = "pos:\t0\nflags:\t02004002\nmnt_id:\t15\nino:\t1057\n"
 			      "clockid: 1\nticks: 18446744073709551615\nsettime flags: 01\n"

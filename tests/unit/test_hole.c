@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "arch.h"
-#include "loader.h"
+#include "loader/loader.h"
 
 #define TOP ARCH_TASK_TOP
 #define M (2ull << 20)		/* hole.c's margin */

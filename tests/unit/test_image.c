@@ -19,9 +19,9 @@
 
 #include "buf.h"
 #include "fobj.h"
-#include "crc32c.h"
-#include "xxh64.h"
-#include "fmt.h"
+#include "rt/crc32c.h"
+#include "rt/xxh64.h"
+#include "rt/fmt.h"
 #include "image_io.h"
 
 static char path[256];
