@@ -594,9 +594,33 @@ static int pipe_settle(const struct target *t, uint32_t n, struct fobjs *o, uint
  * streams also used above fd 2, pty slaves of masters in the image,
  * memfds also mapped shared, epoll interest lists.
  */
+static int has_sockets(const struct fobjs *o)
+{
+	for (uint32_t i = 0; i < o->f.nobjs; i++)
+		if (o->f.objs[i].kind == IBCR_FD_UNIX)
+			return 1;
+	return 0;
+}
+
+/* Their sockets changed while they are held: a saver's death harms none (hold.c). */
+static int sockets_held(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e)
+{
+	struct ibcr_err later = { "" };	/* a failure to let go, after a failure */
+	int rc;
+
+	if (!has_sockets(o))
+		return 0;
+	if (hold_all(t, n, e))
+		return -1;
+	rc = sockets_finish(o, e);
+	if (hold_release(rc ? &later : e))
+		rc = -1;
+	return rc;
+}
+
 int files_finish(struct target *t, uint32_t n, struct fobjs *o, struct ibcr_err *e)
 {
-	if (fdtable_share(t, n, e) || sockets_finish(o, e) || net_precheck(t, n, o, e) ||
+	if (fdtable_share(t, n, e) || sockets_held(t, n, o, e) || net_precheck(t, n, o, e) ||
 	    delmap_finish(t, n, o, e))
 		return -1;
 	for (uint32_t i = 0; i < o->f.nobjs; i++)

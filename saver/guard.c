@@ -17,6 +17,8 @@
  * network lock not yet made is removed as one gone already.
  */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,12 +37,14 @@
 #include "proc_stat.h"
 #include "saver.h"
 
-enum { G_IMAGE = 1, G_SNAP, G_SNAP_REAPED, G_TCP, G_TCP_DONE, G_LOCK, G_LOCK_OVER, G_END };
+enum { G_IMAGE = 1, G_SNAP, G_SNAP_REAPED, G_TCP, G_TCP_DONE, G_LOCK, G_LOCK_OVER, G_END,
+       G_UNIX, G_UNIX_DONE };
 
 struct gmsg {
 	uint32_t type;
-	int32_t pid, arg;	/* G_SNAP: the child (0: being made); G_TCP: its fd */
-	int32_t reuse;		/* G_TCP: its SO_REUSEADDR */
+	int32_t pid, arg;	/* G_SNAP: the child (0: being made); G_TCP, G_UNIX: its fd */
+	int32_t reuse;		/* G_TCP: its SO_REUSEADDR; G_UNIX: its SO_PASSCRED */
+	int32_t peek_off;	/* G_UNIX: its SO_PEEK_OFF */
 	uint64_t insn, gadget;	/* G_SNAP: how to inject into pid */
 	uint64_t since;		/* G_SNAP: when it was sent, in /proc's start-time ticks */
 	char path[4096];	/* G_IMAGE; G_LOCK: the table */
@@ -116,6 +120,32 @@ void guard_tcp(pid_t pid, int fd, int s, int reuse)
 	gsend(&m, offsetof(struct gmsg, path), s);
 }
 
+void guard_unix(pid_t pid, int fd, int s, int peek_off, int passcred)
+{
+	struct gmsg m = { .type = G_UNIX, .pid = pid, .arg = fd, .reuse = passcred,
+			  .peek_off = peek_off };
+
+	gsend(&m, offsetof(struct gmsg, path), s);
+}
+
+void guard_unix_done(void)
+{
+	note(G_UNIX_DONE, 0, 0, -1);
+}
+
+/*
+ * IBCR_SAVER_DIE_IN=WHERE (tests only, t_saverkill_tcp): the saver kills
+ * itself with SIGKILL at that point ("tcp": a connection just put in
+ * repair mode; "unix": a UNIX queue half read), once.
+ */
+void saver_die_at(const char *where)
+{
+	const char *v = getenv("IBCR_SAVER_DIE_IN");
+
+	if (v && !strcmp(v, where))
+		kill(getpid(), SIGKILL);
+}
+
 void guard_netlock(const char *table)
 {
 	struct gmsg m = { .type = G_LOCK };
@@ -153,7 +183,11 @@ struct gstate {
 	int *sock_reuse;
 	size_t nsocks;
 	int tcp_done, ended;
-	char lock[64];		/* the network lock taken, until it is over */
+	char lock[64];		/* the network lock taken */
+	int lock_over;		/* it is the image's, its processes killed */
+	int usock;		/* the UNIX socket being read (a copy), or -1 */
+	int upeek, upass;	/* its SO_PEEK_OFF and SO_PASSCRED before */
+	char did[512];		/* what was undone, said at the end */
 };
 
 static struct snap *snap_of(struct gstate *g, pid_t pid)
@@ -202,12 +236,24 @@ static void take(struct gstate *g, const struct gmsg *m, ssize_t len, int fd)
 	case G_TCP_DONE:
 		g->tcp_done = 1;
 		break;
+	case G_UNIX:
+		if (g->usock >= 0)
+			close(g->usock);
+		g->usock = fd;
+		g->upeek = m->peek_off;
+		g->upass = m->reuse;
+		return;
+	case G_UNIX_DONE:
+		if (g->usock >= 0)
+			close(g->usock);
+		g->usock = -1;
+		break;
 	case G_LOCK:
 		snprintf(g->lock, sizeof(g->lock), "%.*s",
 			 (int)(len - (ssize_t)offsetof(struct gmsg, path)), m->path);
 		break;
 	case G_LOCK_OVER:
-		g->lock[0] = 0;
+		g->lock_over = 1;
 		break;
 	case G_END:
 		g->ended = 1;
@@ -353,64 +399,125 @@ static int reap_snapshot(struct snap *s)
 	return !stat_of(s->child, &st, &pp, &sig);
 }
 
-/*
- * The network lock of a saver that died: its connections' packets flow
- * again, unless the image is complete and holds the lock (--kill: the
- * processes are gone, the restore lets them go).
- */
-static void unlock(const struct gstate *g, char *did, size_t len)
+static void said(struct gstate *g, const char *what)
 {
-	struct ibcr_err e;
+	size_t n = strlen(g->did);
 
-	if (!g->lock[0])
-		return;
-	if (netlock_image_holds(g->image, g->lock))
-		snprintf(did + strlen(did), len - strlen(did), ", the network lock %s kept for "
-			 "the image (restart-loader --unlock-net lets it go)", g->lock);
-	else if (!netlock_drop(g->lock, &e))
-		snprintf(did + strlen(did), len - strlen(did), ", the network lock %s removed",
-			 g->lock);
-	else
-		snprintf(did + strlen(did), len - strlen(did), ", %.200s", e.msg);
+	snprintf(g->did + n, sizeof(g->did) - n, ", %s", what);
 }
 
-/* The saver died: undo what it left, and say so. */
-static void repair(struct gstate *g)
+/* pid never runs its own code again: gone, a zombie, exiting or killed. */
+static int doomed(pid_t pid)
 {
-	char did[512] = "";
-	size_t n;
+	struct proc_stat st;
+	long long pending;
 
-	n = strlen(g->image) + 32;
-	if (g->image[0]) {
-		char *tmp = xmalloc(n);
+	if (!proc_stat_of(pid, &st) || st.state == 'Z' || st.state == 'X' ||
+	    (st.flags & PROC_PF_EXITING))
+		return 1;
+	pending = proc_status_num(pid, "ShdPnd:", 16);
+	return pending > 0 && (pending & (1ll << (SIGKILL - 1)));
+}
 
-		snprintf(tmp, n, "%s.tmp.%d", g->image, (int)g->saver);
-		if (!unlink(tmp))
-			snprintf(did + strlen(did), sizeof(did) - strlen(did),
-				 ", its temporary image %s removed", tmp);
-		free(tmp);
+static int in_repair(int fd)
+{
+	int on = 0;
+	socklen_t l = sizeof(on);
+
+	return !getsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &on, &l) && on;
+}
+
+/*
+ * The moment the saver's end is read (the kernel closes a dying
+ * process's descriptors before it lets its tracees go, and they are
+ * held then: hold.c): what a thread would find on its sockets, put back.
+ */
+static void first_aid(struct gstate *g)
+{
+	int fixed = 0;
+
+	for (size_t i = 0; i < g->nsocks && !g->tcp_done; i++)
+		if (!doomed(g->sock_pid[i]) && in_repair(g->socks[i]) &&
+		    !tcp_leave_repair(g->socks[i], g->sock_reuse[i]))
+			fixed = 1;
+	if (fixed)
+		said(g, "TCP repair mode turned off");
+	if (g->usock >= 0) {
+		if (!setsockopt(g->usock, SOL_SOCKET, SO_PEEK_OFF, &g->upeek, sizeof(g->upeek)) &&
+		    !setsockopt(g->usock, SOL_SOCKET, SO_PASSCRED, &g->upass, sizeof(g->upass)))
+			said(g, "a UNIX socket's peek offset and SO_PASSCRED put back");
+		close(g->usock);
+		g->usock = -1;
 	}
-	for (size_t i = 0; i < g->nsocks; i++) {
-		char st;
-		pid_t pp;
-		int sig;
+}
 
-		/* a process killed with --kill keeps its sockets quiet */
-		if (!g->tcp_done && stat_of(g->sock_pid[i], &st, &pp, &sig) && st != 'Z' &&
-		    !tcp_leave_repair(g->socks[i], g->sock_reuse[i]) && !strstr(did, "TCP"))
-			snprintf(did + strlen(did), sizeof(did) - strlen(did),
-				 ", TCP repair mode turned off");
+/*
+ * The network lock of a saver that died: its connections' packets flow
+ * again, unless the image is complete and holds the lock and their
+ * processes are gone (--kill: the restore lets them go). A connection
+ * whose process is gone is then closed in repair mode, as the saver
+ * would: its peer hears nothing, the restore takes it over.
+ */
+static void unlock(struct gstate *g)
+{
+	int holds = g->lock_over || (g->lock[0] && netlock_image_holds(g->image, g->lock));
+	int live = 0;
+	struct ibcr_err e;
+	char line[300];
+
+	for (size_t i = 0; i < g->nsocks; i++) {
+		if (!doomed(g->sock_pid[i]))
+			live = 1;
+		else if (holds && !in_repair(g->socks[i]) && !tcp_enter_repair(g->socks[i]) &&
+			 !strstr(g->did, "closed in repair"))
+			said(g, "the image's TCP connections closed in repair mode");
 		close(g->socks[i]);
 	}
-	unlock(g, did, sizeof(did));
+	g->nsocks = 0;
+	if (!g->lock[0] || g->lock_over)
+		return;
+	if (holds && !live)
+		snprintf(line, sizeof(line), "the network lock %s kept for the image "
+			 "(restart-loader --unlock-net lets it go)", g->lock);
+	else if (!netlock_drop(g->lock, &e))
+		snprintf(line, sizeof(line), "the network lock %s removed", g->lock);
+	else
+		snprintf(line, sizeof(line), "%.200s", e.msg);
+	said(g, line);
+}
+
+/* The saver died and is gone: undo what it left, and say so. */
+static void repair(struct gstate *g)
+{
+	size_t n = strlen(g->image) + 32;
+
+	if (g->image[0]) {
+		char *tmp = xmalloc(n), line[sizeof(g->image) + 64];
+
+		snprintf(tmp, n, "%s.tmp.%d", g->image, (int)g->saver);
+		if (!unlink(tmp)) {
+			snprintf(line, sizeof(line), "its temporary image %s removed", tmp);
+			said(g, line);
+		}
+		free(tmp);
+	}
+	unlock(g);
 	for (size_t i = 0; i < g->nsnaps; i++)
-		if (!g->snaps[i].reaped && reap_snapshot(&g->snaps[i]))
-			snprintf(did + strlen(did), sizeof(did) - strlen(did),
-				 ", the snapshot %d of pid %d reaped", (int)g->snaps[i].child,
-				 (int)g->snaps[i].t.pid);
-	fprintf(stderr, "saver: the saver (pid %d) died during its checkpoint%s%s; the "
-		"processes run on as before\n", (int)g->saver, did[0] ? ":" : "",
-		did[0] ? did + 1 : "");
+		if (!g->snaps[i].reaped && reap_snapshot(&g->snaps[i])) {
+			char line[96];
+
+			snprintf(line, sizeof(line), "the snapshot %d of pid %d reaped",
+				 (int)g->snaps[i].child, (int)g->snaps[i].t.pid);
+			said(g, line);
+		}
+	if (g->lock_over)	/* --kill: after the kill, the image complete */
+		fprintf(stderr, "saver: the saver (pid %d) died once its processes were "
+			"killed%s%s; its image %s is complete: restart-loader brings them back\n",
+			(int)g->saver, g->did[0] ? ":" : "", g->did[0] ? g->did + 1 : "", g->image);
+	else
+		fprintf(stderr, "saver: the saver (pid %d) died during its checkpoint%s%s; the "
+			"processes run on as before\n", (int)g->saver, g->did[0] ? ":" : "",
+			g->did[0] ? g->did + 1 : "");
 }
 
 static __attribute__((noreturn)) void guardian(int sock, pid_t saver)
@@ -426,11 +533,13 @@ static __attribute__((noreturn)) void guardian(int sock, pid_t saver)
 	signal(SIGQUIT, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	g.saver = saver;
+	g.usock = -1;
 	/* not our parent any more: it died before we ran (a loaded machine) */
 	pidfd = getppid() == saver ? (int)syscall(SYS_pidfd_open, saver, 0) : -1;
 	/* what it said before it died waits in the socket all the same */
 	if (!listen_to(&g, sock))
 		_exit(0);
+	first_aid(&g);	/* before its threads run their own code */
 	/* once it is gone its tracees are let go: only then can we attach */
 	if (pidfd >= 0) {
 		struct pollfd p = { pidfd, POLLIN, 0 };

@@ -11,8 +11,10 @@ struct target;
  * tracer, and survives the saver's death) that undoes what a saver
  * killed in mid-checkpoint leaves: the snapshot's zombie (reaped by an
  * injected wait4, as the saver would), TCP sockets left in repair mode
- * (turned off while their process lives), the network lock (removed
- * unless a complete image holds it), the temporary image. The
+ * (turned off while their process lives, the moment the saver's end is
+ * read, while the threads are held: hold.c), a UNIX socket's peek
+ * offset, the network lock (removed unless a complete image holds it
+ * and its processes are gone), the temporary image. The
  * threads themselves need no help: they are parked (park.h). The saver
  * tells it each step before taking it. Without a guardian (fork failed)
  * the saver goes on, as before.
@@ -31,6 +33,12 @@ void guard_snapshot_reaped(const struct target *t);
 void guard_tcp(pid_t pid, int fd, int s, int reuse);
 /* Every socket left repair mode (or its process was killed). */
 void guard_tcp_released(void);
+/* Socket s (pid's fd) is about to be read with SO_PEEK_OFF and SO_PASSCRED; they were so. */
+void guard_unix(pid_t pid, int fd, int s, int peek_off, int passcred);
+/* They are as they were again. */
+void guard_unix_done(void);
+/* IBCR_SAVER_DIE_IN=where: the saver kills itself there (tests). */
+void saver_die_at(const char *where);
 /* The network lock table is about to be taken (netlock.c). */
 void guard_netlock(const char *table);
 /* It was removed, or left to the image with its processes killed. */

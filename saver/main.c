@@ -197,15 +197,20 @@ static double now_ms(void)
 /* Lets the processes go: running, stopped or killed; the shims unblock. */
 static void release_all(struct target *t, uint32_t n, int how, const char *image)
 {
-	/* TCP connections leave repair mode before the processes run on */
-	tcp_release(how == RELEASE_KILL);
+	/* out of repair mode since their capture (tcp.c) */
+	if (how != RELEASE_KILL)
+		tcp_release(0);
 	netlock_release(how == RELEASE_KILL, image);
 	unix_release();
+	if (how == RELEASE_KILL)
+		saver_die_at("kill");
 	for (uint32_t i = 0; i < n; i++)
 		target_release(&t[i], how);
 	if (how == RELEASE_KILL) {
 		guard_netlock_over();	/* a lock kept is the image's now */
 		wait_gone(t, n);	/* their pids and ports free for a restore at once */
+		saver_die_at("killed");
+		tcp_release(1);		/* closed in repair mode: their peers hear nothing */
 	}
 	if (how != RELEASE_KILL)
 		verbs_release(t, n);
@@ -347,6 +352,8 @@ static int capture_all(const struct saver_opts *o, struct run *r, struct ibcr_er
 		verbs_wake(&r->t[i]);
 	for (uint32_t i = 0; i < r->n && !rc; i++)
 		rc = r->t[i].zombie ? 0 : capture(&r->t[i], &r->objs, e);
+	if (!rc)
+		warn_children(r->t, r->n);
 	if (!rc)
 		rc = attrs_check_tree(r->t, r->n, e);
 	if (!rc)

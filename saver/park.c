@@ -274,12 +274,10 @@ static __attribute__((unused)) void die_point(void)
 		kill(getpid(), SIGKILL);
 }
 
-int park_begin(struct park *p, long nr, const uint64_t a[6], struct ibcr_err *e)
-{
-	p->nr = nr;
-	if (!p->safe)
-		return pt_inject_begin(p->tid, p->insn, nr, a, &p->in, e);
 #if ARCH_HAS_PARK
+/* At the entry stop of its rt_sigreturn, with nr swapped in: not resumed. */
+static int park_swap(struct park *p, long nr, const uint64_t a[6], struct ibcr_err *e)
+{
 	struct arch_gpregs r;
 	int entry;
 	long v;
@@ -296,11 +294,78 @@ int park_begin(struct park *p, long nr, const uint64_t a[6], struct ibcr_err *e)
 	if (pt_setregs(p->tid, &r, e))
 		return -1;
 	die_point();
+	return 0;
+}
+#endif
+
+int park_begin(struct park *p, long nr, const uint64_t a[6], struct ibcr_err *e)
+{
+	p->nr = nr;
+	if (!p->safe)
+		return pt_inject_begin(p->tid, p->insn, nr, a, &p->in, e);
+#if ARCH_HAS_PARK
+	if (park_swap(p, nr, a, e))
+		return -1;
 	if (ptrace(PTRACE_SYSCALL, p->tid, NULL, NULL))
 		return ibcr_fail_errno(e, errno, "thread %d: PTRACE_SYSCALL", p->tid);
 	return 0;
 #else
 	return ibcr_fail(e, "thread %d: parked on an architecture without parking", p->tid);
+#endif
+}
+
+/*
+ * A held thread waits at the entry stop of its rt_sigreturn with a
+ * timed wait for no signal swapped in: while the saver lives it stays
+ * stopped there, the wait not begun; the saver's death lets it go into
+ * that wait first (all its signals blocked, nothing restarts it), then
+ * through the gadget into its own state. Its own code runs ms later.
+ */
+int park_hold(struct park *p, unsigned ms, struct ibcr_err *e)
+{
+#if ARCH_HAS_PARK
+	/* the timeout, then an empty signal set */
+	int64_t w[3] = { ms / 1000, (int64_t)(ms % 1000) * 1000000, 0 };
+	const uint64_t a[6] = { p->scratch + 16, 0, p->scratch, 8, 0, 0 };
+
+	if (!p->safe)
+		return 0;	/* the old way holds nothing */
+	if (mem_io(p->pid, p->scratch, w, sizeof(w), 1))
+		return ibcr_fail_errno(e, errno, "thread %d: writing its wait's timeout at %#llx",
+				       p->tid, (unsigned long long)p->scratch);
+	p->nr = SYS_rt_sigtimedwait;
+	return park_swap(p, SYS_rt_sigtimedwait, a, e);
+#else
+	(void)p;
+	(void)ms;
+	(void)e;
+	return 0;
+#endif
+}
+
+/* The held wait swapped for a getpid; the thread parked again after it. */
+int park_unhold(struct park *p, struct ibcr_err *e)
+{
+#if ARCH_HAS_PARK
+	const uint64_t a[6] = { 0 };
+	struct arch_gpregs r;
+	long ret;
+
+	if (!p->safe)
+		return 0;
+	if (pt_getregs(p->tid, &r, e))
+		return -1;
+	arch_park_syscall(&r, p->gadget, SYS_getpid, a);
+	p->nr = SYS_getpid;
+	if (pt_setregs(p->tid, &r, e))
+		return -1;
+	if (ptrace(PTRACE_SYSCALL, p->tid, NULL, NULL))
+		return ibcr_fail_errno(e, errno, "thread %d: PTRACE_SYSCALL", p->tid);
+	return park_end(p, &ret, NULL, e);
+#else
+	(void)p;
+	(void)e;
+	return 0;
 #endif
 }
 

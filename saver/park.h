@@ -58,6 +58,15 @@ int park_end(struct park *p, long *ret, unsigned long *event, struct ibcr_err *e
 /* Runs system call nr in the parked thread; the message of an event stop in *event. */
 int park_call(struct park *p, long nr, const uint64_t a[6], long *ret,
 	      unsigned long *event, struct ibcr_err *e);
+/*
+ * Holds a parked thread for the saver's death: the thread stays stopped,
+ * but a detach lets it run ms of a harmless wait before its own code
+ * (park.c), time the guardian takes to undo what the saver changed on its
+ * sockets. park_unhold makes it a parked thread again. Threads parked
+ * the old way are not held.
+ */
+int park_hold(struct park *p, unsigned ms, struct ibcr_err *e);
+int park_unhold(struct park *p, struct ibcr_err *e);
 /* Puts the thread's registers, mask and stack bytes back. */
 int park_release(struct park *p, struct ibcr_err *e);
 /*

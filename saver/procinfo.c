@@ -165,23 +165,39 @@ static int read_misc(struct target *t, struct ibcr_err *e)
 	return read_limits(t->pid, r->rlim, e);
 }
 
-/* Children are not saved (process trees come later): say so. */
-static void warn_children(struct target *t)
+static int in_set(const struct target *t, uint32_t n, pid_t pid)
 {
-	char path[64], *s = NULL;
+	for (uint32_t i = 0; i < n; i++)
+		if (t[i].pid == pid)
+			return 1;
+	return 0;
+}
+
+/* Children not saved with their parent (given neither as pids nor by --tree): say so. */
+void warn_children(const struct target *t, uint32_t n)
+{
+	char path[64], *s = NULL, *tok, *save;
 	struct ibcr_err ignored;
 
-	for (uint32_t i = 0; i < t->nthreads; i++) {
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)t->pid,
-			 (int)t->tids[i]);
-		if (!proc_read(path, &s, NULL, &ignored) && s[0]) {
-			s[strcspn(s, "\n")] = 0;
-			fprintf(stderr, "saver: warning: pid %d has child processes (%s) "
-				"that are not saved\n", (int)t->pid, s);
+	for (uint32_t p = 0; p < n; p++)
+		for (uint32_t i = 0; !t[p].tree && !t[p].zombie && i < t[p].nthreads; i++) {
+			char left[256] = "";
+
+			snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)t[p].pid,
+				 (int)t[p].tids[i]);
+			if (proc_read(path, &s, NULL, &ignored))
+				continue;
+			for (tok = strtok_r(s, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save))
+				if (!in_set(t, n, (pid_t)atoi(tok)) &&
+				    strlen(left) + strlen(tok) + 2 < sizeof(left))
+					snprintf(left + strlen(left), sizeof(left) - strlen(left), "%s%s",
+						 left[0] ? " " : "", tok);
+			if (left[0])
+				fprintf(stderr, "saver: warning: pid %d has child processes (%s) "
+					"that are not saved\n", (int)t[p].pid, left);
+			free(s);
+			s = NULL;
 		}
-		free(s);
-		s = NULL;
-	}
 }
 
 int capture_procinfo(struct target *t, struct ibcr_err *e)
@@ -191,7 +207,5 @@ int capture_procinfo(struct target *t, struct ibcr_err *e)
 	if (read_stat(t, e) || read_status(t, e) || read_auxv(t, e) ||
 	    read_exe(t, e) || read_misc(t, e))
 		return -1;
-	if (!t->tree)
-		warn_children(t);
 	return 0;
 }

@@ -95,6 +95,8 @@ int capture_attrs(struct target *t, uint64_t scratch, struct ibcr_err *e);
 int capture_ptimers(struct target *t, uint64_t scratch, struct ibcr_err *e);
 /* Once captured: the stop state and the stop signals still queued. */
 void attrs_stop_state(struct target *t);
+/* procinfo.c: children of the processes that are not among them, said. */
+void warn_children(const struct target *t, uint32_t n);
 /* Once all are captured: what the process tree cannot give back. */
 int attrs_check_tree(const struct target *t, uint32_t n, struct ibcr_err *e);
 
@@ -201,6 +203,9 @@ int verbs_after_seize(struct target *t, uint32_t n, struct target *pre, uint32_t
 
 /* sockets.c: every socket's final kind, state and queued bytes */
 int sockets_finish(struct fobjs *o, struct ibcr_err *e);
+/* hold.c: every thread of t held while their sockets change; then let be. */
+int hold_all(struct target *t, uint32_t n, struct ibcr_err *e);
+int hold_release(struct ibcr_err *e);
 /* netlink.c: a netlink socket's protocol, port id, groups; refused with data */
 int netlink_socket(struct fobjs *o, uint32_t i, struct ibcr_err *e);
 /* unix.c: the descriptors it took from UNIX sockets' queues, closed */
@@ -211,6 +216,7 @@ int tcp_capture(pid_t pid, int fd, int s, struct buf *b, struct ibcr_err *e);
 void tcp_release(int killed);
 /* Out of repair mode with its SO_REUSEADDR back (also the guardian's); 0 or -1 */
 int tcp_leave_repair(int fd, int reuse);
+int tcp_enter_repair(int fd);
 
 /* sockopt.c: the options of a socket that differ from a new one's */
 int sockopt_capture(int fd, uint32_t obj, int family, int type, int proto, int connected,

@@ -6,15 +6,20 @@
  * and not acknowledged, and of that what was not sent yet), options,
  * window and timestamp, and sends nothing meanwhile.
  *
- * Repair mode is a property of the socket, which the process shares: it
- * stays on until the saver lets the processes go (tcp_release). When
- * they are killed (--kill), the saver's copies are closed in repair mode
- * after them, so that no FIN or RST tells the peer the connection ended:
- * the restore takes it over where it was.
+ * Repair mode is a property of the socket, which the process shares: a
+ * process running with it on fails to read (EPERM) or write (EINVAL) and
+ * ends its connection. So it is on only while the socket is read, its
+ * threads held (hold.c), and left at once (the network lock keeps the
+ * peer's packets away until the processes run again, so what was read
+ * stays their state). When they are killed (--kill), the saver's copies
+ * enter it again once the processes are gone and are closed so, that no
+ * FIN or RST tells the peer the connection ended: the restore takes it
+ * over where it was.
  */
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -156,14 +161,23 @@ int tcp_capture(pid_t pid, int fd, int s, struct buf *b, struct ibcr_err *e)
 				       "connection up instead)", (int)pid, fd);
 	repaired = xrealloc(repaired, sizeof(*repaired) * (nrepaired + 1));
 	repaired[nrepaired++] = (struct repaired){ dup(s), reuse };
-	if (repaired[nrepaired - 1].fd < 0 || state_of(s, &t))
-		return ibcr_fail_errno(e, errno, "pid %d fd %d: TCP connection: reading its "
-				       "state", (int)pid, fd);
+	if (repaired[nrepaired - 1].fd < 0 || state_of(s, &t)) {
+		ibcr_fail_errno(e, errno, "pid %d fd %d: TCP connection: reading its state",
+				(int)pid, fd);
+		tcp_leave_repair(s, reuse);	/* at once: the hold ends with this failure */
+		return -1;
+	}
 	buf_put(b, &t, sizeof(t));
-	if (peek(s, QUEUE_RECV, t.inq, b) || peek(s, QUEUE_SEND, t.outq, b))
-		return ibcr_fail_errno(e, errno, "pid %d fd %d: TCP connection: reading its "
-				       "queues (%u bytes received, %u to send)",
-				       (int)pid, fd, t.inq, t.outq);
+	saver_die_at("tcp");
+	if (peek(s, QUEUE_RECV, t.inq, b) || peek(s, QUEUE_SEND, t.outq, b)) {
+		ibcr_fail_errno(e, errno, "pid %d fd %d: TCP connection: reading its queues "
+				"(%u bytes received, %u to send)", (int)pid, fd, t.inq, t.outq);
+		tcp_leave_repair(s, reuse);
+		return -1;
+	}
+	if (tcp_leave_repair(s, reuse))
+		return ibcr_fail_errno(e, errno, "pid %d fd %d: TCP connection: leaving "
+				       "repair mode", (int)pid, fd);
 	return 0;
 }
 
@@ -182,13 +196,26 @@ int tcp_leave_repair(int fd, int reuse)
 	return setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse));
 }
 
+/* In repair mode again, the connection's process gone: closed, it sends nothing. */
+int tcp_enter_repair(int fd)
+{
+	int on = TCP_REPAIR_ON;
+
+	return setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &on, sizeof(on));
+}
+
 void tcp_release(int killed)
 {
 	for (size_t i = 0; i < nrepaired; i++) {
 		if (repaired[i].fd < 0)
 			continue;
+		/* left already, unless a failure came between */
 		if (!killed)
 			tcp_leave_repair(repaired[i].fd, repaired[i].reuse);
+		else if (tcp_enter_repair(repaired[i].fd))
+			fprintf(stderr, "saver: note: a TCP connection of the image could not "
+				"enter repair mode again (%s): closing it may reach its peer\n",
+				strerror(errno));
 		close(repaired[i].fd);
 	}
 	free(repaired);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "guard.h"
 #include "fdkinds.h"
 #include "sockets.h"
 
@@ -173,6 +174,7 @@ static int peek_unix(int s, struct fobjs *o, const struct sockdiag *d, const cha
 
 	getsockopt(s, SOL_SOCKET, SO_PASSCRED, &pass, &l);
 	getsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &off, &ol);
+	guard_unix(0, 0, s, off, pass);	/* it puts them back should we die */
 	if (setsockopt(s, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) ||
 	    setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &start, sizeof(start)))
 		return ibcr_fail_errno(e, errno, "%s: SO_PASSCRED/SO_PEEK_OFF", who);
@@ -204,12 +206,17 @@ static int peek_unix(int s, struct fobjs *o, const struct sockdiag *d, const cha
 		pad8(out);
 		buf_free(&fds);
 		(*nmsgs)++;
+		if (k == 0)
+			saver_die_at("unix");
 		if (k == 0 && d->type != SOCK_STREAM &&
 		    setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &m.len, sizeof(m.len)))
 			rc = ibcr_fail_errno(e, errno, "%s: SO_PEEK_OFF", who);
 	}
-	setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &off, sizeof(off));
-	setsockopt(s, SOL_SOCKET, SO_PASSCRED, &pass, sizeof(pass));
+	if (setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &off, sizeof(off)) ||
+	    setsockopt(s, SOL_SOCKET, SO_PASSCRED, &pass, sizeof(pass)))
+		rc = ibcr_fail_errno(e, errno, "%s: putting SO_PEEK_OFF and SO_PASSCRED back", who);
+	else
+		guard_unix_done();
 	return rc;
 }
 

@@ -225,7 +225,7 @@ static void print_vmas(const struct ibcr_process_state *ps)
 	printf("\n");
 }
 
-static void print_inet_addr(const struct sockaddr_in6 *a)
+void info_inet_addr(char *out, size_t n, const struct sockaddr_in6 *a)
 {
 	char host[INET6_ADDRSTRLEN] = "?";
 	const struct sockaddr_in *a4 = (const struct sockaddr_in *)a;
@@ -234,7 +234,15 @@ static void print_inet_addr(const struct sockaddr_in6 *a)
 		inet_ntop(AF_INET, &a4->sin_addr, host, sizeof(host));
 	else
 		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-	printf("%s:%u", host, ntohs(a->sin6_port));
+	snprintf(out, n, "%s:%u", host, ntohs(a->sin6_port));
+}
+
+static void print_inet_addr(const struct sockaddr_in6 *a)
+{
+	char s[INET6_ADDRSTRLEN + 8];
+
+	info_inet_addr(s, sizeof(s), a);
+	fputs(s, stdout);
 }
 
 /* A TCP or UDP socket's role and addresses (the first bytes of its data). */
@@ -504,7 +512,7 @@ int main(int argc, char **argv)
 	int locked = 0;
 	struct ibcr_sysvipc ipc = { 0 };
 	struct ibcr_err e = { "" };
-	struct json_out j = { stdout, 0 };
+	struct json_out j = { stdout, 0, NULL, NULL, NULL };
 	struct info_opts o;
 	int rc = parse(argc, argv, &o);
 
@@ -540,8 +548,11 @@ int main(int argc, char **argv)
 		rc = walk(&r, &o, &j, &files, &e);
 	if (rc)
 		fprintf(stderr, "ckpt-info: %s\n", e.msg);
-	if (o.json)
+	if (o.json) {
+		j.lock = locked && !rc ? &lock : NULL;
+		j.files = &files;
 		json_end(&j, !rc, o.verify && !rc, e.msg);
+	}
 	else if (!rc && o.verify)
 		printf("verify: every section and region CRC is correct\n");
 	imgr_close(&r);

@@ -6,8 +6,10 @@
  */
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 
 #include "compress.h"
+#include "fobj.h"
 #include "info.h"
 #include "statsout.h"
 #include "version.h"
@@ -75,6 +77,7 @@ void json_begin(struct json_out *j, const char *path, const struct img_reader *r
 {
 	FILE *f = j->f;
 
+	j->path = path;
 	fputs("{\"schema\":1", f);
 	str(f, "release", ibcr_release(), 1);
 	str(f, "image", path, 1);
@@ -204,6 +207,64 @@ void json_process(struct json_out *j, uint32_t arch, uint32_t idx,
 	fputc('}', f);
 }
 
+/* The sockets of role `role` (image.h, ibcr_sock_role): their addresses. */
+static void locked(FILE *f, const char *name, const struct ibcr_files *files, uint32_t role)
+{
+	int first = 1;
+
+	fprintf(f, ",\"%s\":[", name);
+	for (uint32_t i = 0; files && i < files->nobjs; i++) {
+		const struct ibcr_fobj *o = &files->objs[i];
+		struct sockaddr_in6 a[2];
+		char s[2][INET6_ADDRSTRLEN + 8];
+
+		if (o->kind != IBCR_FD_INET || (uint32_t)fobj_inet_role(o) != role ||
+		    fobj_inet_type(o) != SOCK_STREAM || o->data_len < sizeof(a) ||
+		    !files->data[i])
+			continue;
+		memcpy(a, files->data[i], sizeof(a));
+		info_inet_addr(s[0], sizeof(s[0]), &a[0]);
+		info_inet_addr(s[1], sizeof(s[1]), &a[1]);
+		if (role == IBCR_SOCK_LISTEN) {
+			fprintf(f, "%s\"", first ? "" : ",");
+			json_escape(f, s[0]);
+			fputc('"', f);
+		} else {
+			fprintf(f, "%s{", first ? "" : ",");
+			str(f, "local", s[0], 0);
+			str(f, "remote", s[1], 1);
+			fputc('}', f);
+		}
+		first = 0;
+	}
+	fputc(']', f);
+}
+
+/* The network lock the image holds (docs/json.md), or null. */
+static void netlock(FILE *f, const struct json_out *j)
+{
+	const struct ibcr_netlock *l = j->lock;
+
+	if (!l) {
+		fputs(",\"network_lock\":null", f);
+		return;
+	}
+	fputs(",\"network_lock\":{", f);
+	str(f, "table", l->table, 0);
+	str(f, "family", "inet", 1);
+	unum(f, "connections", l->nconns);
+	unum(f, "listeners", l->nlisteners);
+	unum(f, "created_ns", l->created_ns);
+	locked(f, "locked_connections", j->files, IBCR_SOCK_REPAIR);
+	if (l->nlisteners)
+		locked(f, "locked_listeners", j->files, IBCR_SOCK_LISTEN);
+	else
+		fputs(",\"locked_listeners\":[]", f);
+	fputs(",\"unlock\":[\"restart-loader\",\"--unlock-net\",\"", f);
+	json_escape(f, j->path ? j->path : "");
+	fputs("\"]}", f);
+}
+
 void json_end(struct json_out *j, int ok, int verified, const char *error)
 {
 	FILE *f = j->f;
@@ -212,6 +273,7 @@ void json_end(struct json_out *j, int ok, int verified, const char *error)
 		verified ? "true" : "false");
 	if (!ok)
 		str(f, "error", error, 1);
+	netlock(f, j);
 	fputs("}\n", f);
 	fflush(f);
 }

@@ -262,3 +262,21 @@ replace() {
 	expect_pid "$1" "$RPID"
 	wait_line "$3" "^tick $((KILLED + ${4:-2})) "
 }
+
+# saver_bg OUT ARGS...: runs the saver in the background, its stdout and
+# stderr through a FIFO into OUT; SPID is the saver, CPID the reader,
+# which ends when the saver and its guardian (which shares that output,
+# and says there what it undid) have both closed it (t_saverkill*).
+saver_bg() {
+	local out=$1 w
+	shift
+	rm -f "$T/fifo"
+	mkfifo "$T/fifo"
+	timeout 30 cat "$T/fifo" >"$out" &
+	CPID=$!
+	# opened here, so that a saver killed before it runs closes it too
+	exec {w}>"$T/fifo"
+	"$SAVER" "$@" >&$w 2>&1 &
+	SPID=$!
+	exec {w}>&-
+}

@@ -4,8 +4,12 @@
 # regions, files; the same numbers), "ok": false with the error for a
 # damaged image (status 1); `saver --stats=json` and
 # `restart-loader --stats=json` are one JSON object each, with the
-# fields of the ibcr-stats line, same names and same values' kinds.
+# fields of the ibcr-stats line, same names and same values' kinds. The
+# network lock an image holds (saver --kill of a TCP pair): its table,
+# the connections and listeners it holds as the text and nftables say,
+# and the command that removes it, which does; null for other images.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/net.sh"
 
 command -v python3 >/dev/null || fail "python3 is needed (tools/deps.sh check installs it)"
 start "$T/prog.out" "$PROGS/threads" 100000 50
@@ -46,6 +50,7 @@ for r, (s, e, prot, kind, n) in zip(p["regions"], regs):
 need(p["page_bytes"] == sum(r["bytes"] for r in p["regions"]), "page_bytes")
 fds = re.findall(r"^    fd (\d+) +(\S+) +pos (\d+)", txt, re.M)
 need([(f["fd"], f["kind"], f["pos"]) for f in p["files"]] == [(int(a), b, int(c)) for a, b, c in fds], "files differ")
+need("network_lock" in j and j["network_lock"] is None, "network_lock of an image without one: %r" % j.get("network_lock"))
 EOF
 
 # a damaged image: ok false, the error, status 1, still one object
@@ -92,4 +97,49 @@ for k in ("restore_ms", "prepare_ms", "memory_ms", "finish_ms", "peak_rss_kb", "
     if not isinstance(l.get(k), (int, float)):
         sys.exit("t_json: loader %s = %r" % (k, l.get(k)))
 EOF
+# the network lock of an image of processes killed with their connections
+"$TOP/tools/deps.sh" pkg nftables
+start "$T/pair.out" "$PROGS/tcppair" 60
+pair=$PID
+wait_line "$T/pair.out" '^tick 3 '
+checkpoint "$pair" "$T/net.ckpt" --tree --kill
+wait "$pair" 2>/dev/null || true
+table=$(lock_of "$T/net.ckpt")
+[ -n "$table" ] || fail "no network lock in the image: $(cat "$T/info.out")"
+"$INFO" --json "$T/net.ckpt" >"$T/net.json" 2>"$T/net.err" || fail "ckpt-info --json: $(cat "$T/net.err")"
+"$INFO" "$T/net.ckpt" >"$T/net.txt" || fail "ckpt-info failed"
+nft list table inet "$table" >"$T/nft.txt" || fail "no table $table in nftables"
+python3 - "$T/net.json" "$T/net.txt" "$T/nft.txt" "$T/net.ckpt" <<'EOF' || fail "ckpt-info --json's network_lock does not say what the text and nftables say"
+import json, re, sys
+j = json.load(open(sys.argv[1]))
+txt = open(sys.argv[2]).read()
+nft = open(sys.argv[3]).read()
+def need(c, what):
+    if not c:
+        sys.exit("t_json: network_lock: " + what)
+l = j.get("network_lock")
+need(isinstance(l, dict), "%r" % l)
+m = re.search(r"network lock: nftables table inet (\S+), (\d+) connection\(s\), (\d+) listener\(s\)", txt)
+need(m, "none in the text")
+need([l["table"], l["family"], l["connections"], l["listeners"]] == [m[1], "inet", int(m[2]), int(m[3])],
+     "%r, text %r" % (l, m.groups()))
+need(isinstance(l["created_ns"], int) and l["created_ns"] > 0, "created_ns %r" % l["created_ns"])
+conns = l["locked_connections"]
+need(len(conns) == l["connections"] == 2, "connections %r" % conns)
+for c in conns:
+    # the text's "repair LOCAL -> REMOTE", and nftables' rule for its packets
+    need(re.search(r" repair %s -> %s" % (re.escape(c["local"]), re.escape(c["remote"])), txt), "%r not in the text" % c)
+    (lh, lp), (rh, rp) = (a.rsplit(":", 1) for a in (c["local"], c["remote"]))
+    want = ("ip saddr %s " % rh, "tcp sport %s " % rp, "ip daddr %s " % lh, "tcp dport %s " % lp, " drop")
+    need(any(all(w in line + " " for w in want) for line in nft.splitlines()),
+         "no rule for the packets to %r" % c)
+lis = l["locked_listeners"]
+need(len(lis) == l["listeners"] and all(re.search(r" listen %s" % re.escape(a), txt) for a in lis), "listeners %r" % lis)
+need(l["unlock"] == ["restart-loader", "--unlock-net", sys.argv[4]], "unlock %r" % l["unlock"])
+EOF
+# its unlock command removes it
+cmd=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["network_lock"]["unlock"][1:]))' "$T/net.json")
+# shellcheck disable=SC2086
+"$LOADER" $cmd >"$T/unlock.out" 2>&1 || fail "restart-loader $cmd: $(cat "$T/unlock.out")"
+! locks | grep -qx "$table" || fail "the lock is still there after its unlock command"
 exit 0

@@ -31,24 +31,7 @@ verify() {
 	wait_line "$out" "^tick $((n + 2)) pid $pid\$" 20
 }
 
-# saver OUT ARGS...: runs the saver in the background, its stdout and
-# stderr through a FIFO into OUT; SPID is the saver, CPID the reader,
-# which ends when the saver and its guardian (which shares that output,
-# and says there what it undid) have both closed it
-saver() {
-	local out=$1
-	shift
-	local w
-	rm -f "$T/fifo"
-	mkfifo "$T/fifo"
-	timeout 30 cat "$T/fifo" >"$out" &
-	CPID=$!
-	# opened here, so that a saver killed before it runs closes it too
-	exec {w}>"$T/fifo"
-	"$SAVER" "$@" >&$w 2>&1 &
-	SPID=$!
-	exec {w}>&-
-}
+saver() { saver_bg "$@"; }
 
 # settled WHEN: the guardian is gone (the output closed), nobody traces
 # pid, it is not stopped, it has no children, no temporary image is left
