@@ -599,7 +599,7 @@ struct ibcr_fobj {
 	uint32_t path_off;	/* in the string table */
 	uint64_t data_off;	/* bytes it holds (unread pipe data), in */
 	uint64_t data_len;	/* the section's data area */
-	uint64_t aux[4];	/* per kind, see ibcr_fd_kind */
+	uint64_t aux[4];	/* per kind, see ibcr_fd_kind; lib/fobj.h packs it */
 };
 
 /*

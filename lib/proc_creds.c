@@ -66,15 +66,22 @@ static void parse_line(const char *line, struct ibcr_creds *c, struct buf *g)
 				*(uint64_t *)((char *)c + caps[i].off) = strtoull(line + 7, NULL, 16);
 }
 
+void proc_creds_parse(char *text, struct ibcr_creds *c, struct buf *groups)
+{
+	char *line, *save = NULL;
+
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		parse_line(line, c, groups);
+}
+
 int proc_creds(const char *path, struct ibcr_creds *c, struct buf *groups,
 	       struct ibcr_err *e)
 {
-	char *s, *line, *save = NULL;
+	char *s;
 
 	if (proc_read(path, &s, NULL, e))
 		return -1;
-	for (line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		parse_line(line, c, groups);
+	proc_creds_parse(s, c, groups);
 	free(s);
 	if (c->seccomp > IBCR_SECCOMP_FILTER)
 		return ibcr_fail(e, "%s: unknown seccomp mode %u", path, c->seccomp);

@@ -16,6 +16,8 @@ struct buf;
  */
 int proc_creds(const char *path, struct ibcr_creds *c, struct buf *groups,
 	       struct ibcr_err *e);
+/* The same from the file's text, which it cuts into lines (proc_creds' part). */
+void proc_creds_parse(char *text, struct ibcr_creds *c, struct buf *groups);
 /* A file holding one decimal number (loginuid, sessionid, a sysctl). */
 int proc_number(const char *path, uint32_t *v, struct ibcr_err *e);
 

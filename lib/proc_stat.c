@@ -7,9 +7,8 @@
 
 int proc_stat_of(pid_t pid, struct proc_stat *st)
 {
-	char path[64], buf[1024], *open, *close_, *save = NULL, *tok;
+	char path[64], buf[1024];
 	FILE *f;
-	int n = 3;	/* the field the state is */
 
 	memset(st, 0, sizeof(*st));
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -19,6 +18,15 @@ int proc_stat_of(pid_t pid, struct proc_stat *st)
 	if (!fgets(buf, sizeof(buf), f))
 		buf[0] = 0;
 	fclose(f);
+	return proc_stat_parse(buf, st);
+}
+
+int proc_stat_parse(char *buf, struct proc_stat *st)
+{
+	char *open, *close_, *save = NULL, *tok;
+	int n = 3;	/* the field the state is */
+
+	memset(st, 0, sizeof(*st));
 	/* the name may hold spaces and parentheses: up to the last ')' */
 	open = strchr(buf, '(');
 	close_ = strrchr(buf, ')');

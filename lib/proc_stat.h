@@ -20,6 +20,8 @@ struct proc_stat {
 
 /* 1 with *st filled, 0 when there is no such process (or thread). */
 int proc_stat_of(pid_t pid, struct proc_stat *st);
+/* The same from the file's line, which it cuts up (proc_stat_of's part). */
+int proc_stat_parse(char *line, struct proc_stat *st);
 
 /*
  * The number after "key" (e.g. "TracerPid:") on its line of the file at

@@ -102,20 +102,12 @@ static int parse_line(const char *line, struct maps_entry *m)
 	return 0;
 }
 
-int maps_read(pid_t pid, int with_flags, struct maps_entry **out, size_t *n,
-	      struct ibcr_err *e)
+void maps_parse(char *text, int with_flags, struct maps_entry **out, size_t *n)
 {
-	char path[64], *text = NULL, *line, *save = NULL;
+	char *line, *save = NULL;
 	struct maps_entry *v = NULL;
 	size_t cnt = 0, cap = 0;
 
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid,
-			 with_flags ? "smaps" : "maps");
-	else
-		snprintf(path, sizeof(path), "/proc/self/%s", with_flags ? "smaps" : "maps");
-	if (proc_read(path, &text, NULL, e))
-		return -1;
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		struct maps_entry m;
 
@@ -134,9 +126,24 @@ int maps_read(pid_t pid, int with_flags, struct maps_entry **out, size_t *n,
 			v = xrealloc(v, sizeof(*v) * (cap = cap ? cap * 2 : 64));
 		v[cnt++] = m;
 	}
-	free(text);
 	*out = v;
 	*n = cnt;
+}
+
+int maps_read(pid_t pid, int with_flags, struct maps_entry **out, size_t *n,
+	      struct ibcr_err *e)
+{
+	char path[64], *text = NULL;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid,
+			 with_flags ? "smaps" : "maps");
+	else
+		snprintf(path, sizeof(path), "/proc/self/%s", with_flags ? "smaps" : "maps");
+	if (proc_read(path, &text, NULL, e))
+		return -1;
+	maps_parse(text, with_flags, out, n);
+	free(text);
 	return 0;
 }
 

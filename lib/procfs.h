@@ -43,6 +43,8 @@ struct maps_entry {
  */
 int maps_read(pid_t pid, int with_flags, struct maps_entry **out, size_t *n,
 	      struct ibcr_err *e);
+/* The same from the file's text, which it cuts into lines (maps_read's part). */
+void maps_parse(char *text, int with_flags, struct maps_entry **out, size_t *n);
 /* A process (not this one) that maps the file, or 0 when none is seen. */
 pid_t maps_users(unsigned major, unsigned minor, uint64_t ino);
 void maps_free(struct maps_entry *m, size_t n);

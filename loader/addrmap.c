@@ -115,7 +115,7 @@ void addrmap_files(const struct addrmap *am, struct ibcr_files *f)
 {
 	for (uint32_t i = 0; am && am->n && i < f->nobjs; i++) {
 		const struct ibcr_fobj *o = &f->objs[i];
-		int family = (int)(o->aux[1] & 0xff);
+		int family = fobj_inet_family(o);
 
 		if (o->kind != IBCR_FD_INET || !f->data[i] ||
 		    o->data_len < 2 * sizeof(struct sockaddr_in6) ||

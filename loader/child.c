@@ -21,7 +21,7 @@ __attribute__((noreturn)) void child_fail(int fd, const struct ibcr_err *e)
 	char msg[sizeof(e->msg) + 1];
 	size_t n = strlen(e->msg);
 
-	msg[0] = 'E';
+	msg[0] = ST_ERROR;
 	memcpy(msg + 1, e->msg, n);
 	if (write(fd, msg, n + 1) < 0)
 		_exit(127);
@@ -35,7 +35,7 @@ static void trace(int fd, const char *what)
 
 	if (!trace_on())
 		return;
-	n = snprintf(line, sizeof(line), "D%s\n", what);
+	n = snprintf(line, sizeof(line), "%c%s\n", ST_TRACE, what);
 	if (write(fd, line, (size_t)n) < 0)
 		return;
 }

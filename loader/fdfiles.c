@@ -292,9 +292,9 @@ int memfd_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ib
 	fd = shm_memfd(i);	/* made already if it is mapped shared too */
 	if (fd < 0 && (fd = memfd_make(f, i, e)) < 0)
 		return -1;
-	if (o->aux[0] && fcntl(fd, F_ADD_SEALS, (int)o->aux[0])) {
+	if (fobj_memfd_seals(o) && fcntl(fd, F_ADD_SEALS, (int)fobj_memfd_seals(o))) {
 		ibcr_fail_errno(e, errno, "memfd %s: restoring its seals %#llx", f->paths[i],
-				(unsigned long long)o->aux[0]);
+				(unsigned long long)fobj_memfd_seals(o));
 		close(fd);
 		return -1;
 	}

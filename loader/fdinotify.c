@@ -75,7 +75,7 @@ static int add_watches(int fd, const struct ibcr_files *f, uint32_t i, struct ib
 	uint32_t next = 1;
 	int filler = -1, rc = 0;
 
-	for (uint64_t k = 0; k < f->objs[i].aux[0] && !rc; k++) {
+	for (uint64_t k = 0; k < fobj_inotify_watches(&f->objs[i]) && !rc; k++) {
 		const char *path = NULL;
 		struct wrec w = { 0 };
 		int got;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * eventfd, timerfd, signalfd and epoll objects, and terminals used above
- * fd 2, made again from their image records (lib/image.h says what each
- * aux[] word holds).
+ * fd 2, made again from their image records (lib/fobj.h unpacks what
+ * each aux[] word holds).
  *
  * A timerfd is armed when the loader makes it, shortly before the
  * process resumes: a relative timer has the time it had left then (the
@@ -45,13 +45,15 @@ static int nonblock_as_saved(int fd, const struct ibcr_fobj *o, const char *what
 
 static int eventfd_open(const struct ibcr_fobj *o, uint32_t i, struct ibcr_err *e)
 {
-	int fd = (int)syscall(SYS_eventfd2, 0, O_CLOEXEC | (o->aux[1] ? 1 /* EFD_SEMAPHORE */ : 0));
+	int sem = fobj_eventfd_semaphore(o) ? 1 /* EFD_SEMAPHORE */ : 0;
+	int fd = (int)syscall(SYS_eventfd2, 0, O_CLOEXEC | sem);
+	uint64_t count = fobj_eventfd_count(o);
 
 	if (fd < 0)
 		return ibcr_fail_errno(e, errno, "eventfd (file object %u): creating it", i);
-	if (o->aux[0] && write(fd, &o->aux[0], 8) != 8) {
+	if (count && write(fd, &count, 8) != 8) {
 		ibcr_fail_errno(e, errno, "eventfd (file object %u): setting its count to %llu",
-				i, (unsigned long long)o->aux[0]);
+				i, (unsigned long long)count);
 		close(fd);
 		return -1;
 	}
@@ -60,7 +62,7 @@ static int eventfd_open(const struct ibcr_fobj *o, uint32_t i, struct ibcr_err *
 
 static int signalfd_open(const struct ibcr_fobj *o, uint32_t i, struct ibcr_err *e)
 {
-	uint64_t mask = o->aux[0];
+	uint64_t mask = fobj_signalfd_mask(o);
 	int fd = (int)syscall(SYS_signalfd4, -1, &mask, sizeof(mask), O_CLOEXEC);
 
 	if (fd < 0)
@@ -77,10 +79,10 @@ static struct timespec ns_ts(uint64_t ns)
 /* Arms it as saved; expirations since (a deadline passed) come back too. */
 static int timer_arm(int fd, const struct ibcr_fobj *o, uint32_t i, struct ibcr_err *e)
 {
-	struct itimerspec its = { ns_ts(o->aux[2]), ns_ts(o->aux[3]) };
-	uint64_t ticks = o->aux[1], more = 0;
+	struct itimerspec its = { ns_ts(fobj_timerfd_interval(o)), ns_ts(fobj_timerfd_value(o)) };
+	uint64_t ticks = fobj_timerfd_ticks(o), more = 0;
 
-	if (o->aux[3] && timerfd_settime(fd, (int)(o->aux[0] >> 32), &its, NULL))
+	if (fobj_timerfd_value(o) && timerfd_settime(fd, fobj_timerfd_flags(o), &its, NULL))
 		return ibcr_fail_errno(e, errno, "timerfd (file object %u): arming it", i);
 	/* (ECANCELED: the clock was set meanwhile; the timer stays armed) */
 	if (read(fd, &more, sizeof(more)) < 0 && errno != EAGAIN && errno != ECANCELED)
@@ -95,7 +97,7 @@ static int timer_arm(int fd, const struct ibcr_fobj *o, uint32_t i, struct ibcr_
 
 static int timerfd_open(const struct ibcr_fobj *o, uint32_t i, struct ibcr_err *e)
 {
-	int clk = (int)(uint32_t)o->aux[0];
+	int clk = fobj_timerfd_clock(o);
 	int fd = timerfd_create(clk, TFD_CLOEXEC | TFD_NONBLOCK);
 
 	if (fd < 0)
@@ -213,11 +215,11 @@ static int epoll_add(const struct restore *rs, uint32_t i, struct ibcr_err *e)
 	const struct ibcr_fobj *o = &rs->files->objs[i];
 	const uint64_t *w = (const uint64_t *)rs->files->data[i];
 
-	if (o->data_len != o->aux[1] * 24 || (o->data_len && !w))
+	if (o->data_len != fobj_epoll_entries(o) * 24 || (o->data_len && !w))
 		return ibcr_fail(e, "pid %d fd %d: epoll: its %llu entries do not match its "
 				 "data", rs->ps->rec.pid, fd_of(rs, i),
-				 (unsigned long long)o->aux[1]);
-	for (uint64_t k = 0; k < o->aux[1]; k++, w += 3) {
+				 (unsigned long long)fobj_epoll_entries(o));
+	for (uint64_t k = 0; k < fobj_epoll_entries(o); k++, w += 3) {
 		struct epoll_event ev = { .events = (uint32_t)w[1], .data.u64 = w[2] };
 		int tfd = (int)(uint32_t)w[0];
 		uint32_t moved = (uint32_t)(w[0] >> 32);
@@ -237,7 +239,7 @@ int epoll_fill(const struct restore *rs, struct ibcr_err *e)
 	for (uint32_t i = 0; i < rs->files->nobjs; i++) {
 		const struct ibcr_fobj *o = &rs->files->objs[i];
 
-		if (o->kind != IBCR_FD_EPOLL || o->aux[0] != (uint64_t)(int64_t)rs->ps->rec.pid ||
+		if (o->kind != IBCR_FD_EPOLL || fobj_epoll_pid(o) != rs->ps->rec.pid ||
 		    fd_of(rs, i) < 0)
 			continue;
 		if (rs->obj_fds[i] < 0)

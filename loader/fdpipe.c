@@ -31,7 +31,7 @@ static int is_pipe(const struct ibcr_fobj *o)
 static int same_pipe(const struct ibcr_files *f, uint32_t i, uint32_t k)
 {
 	return is_pipe(&f->objs[k]) && f->objs[k].kind == f->objs[i].kind &&
-	       f->objs[k].aux[0] == f->objs[i].aux[0];
+	       fobj_pipe_ino(&f->objs[k]) == fobj_pipe_ino(&f->objs[i]);
 }
 
 /* Another description of the pipe that our fd is on, as object k was. */
@@ -56,8 +56,8 @@ static int fill(const struct ibcr_files *f, uint32_t i, int wfd, struct ibcr_err
 	int w;
 
 	for (uint32_t k = i; k < f->nobjs; k++)
-		if (same_pipe(f, i, k) && f->objs[k].aux[1] > size)
-			size = f->objs[k].aux[1];
+		if (same_pipe(f, i, k) && fobj_pipe_size(&f->objs[k]) > size)
+			size = fobj_pipe_size(&f->objs[k]);
 	if (size && fcntl(wfd, F_SETPIPE_SZ, (int)size) < (int)size)
 		return ibcr_fail_errno(e, errno, "%s %s: restoring its size of %llu bytes",
 				       f->objs[i].kind == IBCR_FD_FIFO ? "named pipe" : "pipe",

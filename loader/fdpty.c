@@ -198,7 +198,7 @@ int pty_ctty_restore(const struct restore *rs, struct ibcr_err *e)
 int pts_open(const struct ibcr_files *f, uint32_t i, const int *fds, struct ibcr_err *e)
 {
 	const struct ibcr_fobj *o = &f->objs[i];
-	uint64_t master = o->aux[1];
+	uint64_t master = fobj_pts_master(o);
 	int s;
 
 	if (master >= f->nobjs || f->objs[master].kind != IBCR_FD_PTMX || fds[master] < 0)

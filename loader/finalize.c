@@ -122,11 +122,11 @@ static int resume_all(pid_t child, pid_t *tids, uint32_t n, struct ibcr_err *e)
 	return 0;
 }
 
-int finalize(pid_t child, int status_fd, int control_fd, int verbose, int keep,
+int finalize(pid_t child, uint64_t plan_addr, int control_fd, int verbose, int keep,
 	     struct ibcr_err *e)
 {
 	const struct core_blob_head *head = (const void *)ibcr_core_blob;
-	uint64_t plan_addr, a[6] = { 0 };
+	uint64_t a[6] = { 0 };
 	struct plan p;
 	pid_t *tids = NULL;
 	uint32_t n = 0;
@@ -134,8 +134,7 @@ int finalize(pid_t child, int status_fd, int control_fd, int verbose, int keep,
 	long ret;
 	unsigned long opts;
 
-	if (read(status_fd, &plan_addr, sizeof(plan_addr)) != sizeof(plan_addr) ||
-	    read_child(child, plan_addr, &p, sizeof(p)) || p.magic != PLAN_MAGIC)
+	if (!plan_addr || read_child(child, plan_addr, &p, sizeof(p)) || p.magic != PLAN_MAGIC)
 		return ibcr_fail(e, "restored process %d: cannot read its restore plan",
 				 (int)child);
 	opts = PTRACE_O_TRACESYSGOOD | ((p.flags & PLAN_SECCOMP) ? PTRACE_O_SUSPEND_SECCOMP : 0);
@@ -161,9 +160,9 @@ int finalize(pid_t child, int status_fd, int control_fd, int verbose, int keep,
 				e->msg[0] ? e->msg : "threads missing",
 				(unsigned long long)p.hole_start);
 		free(tids);
-		return send_control(control_fd, 'G');
+		return send_control(control_fd, CT_GO);
 	}
-	if (send_control(control_fd, 'T') ||
+	if (send_control(control_fd, CT_TRACED) ||
 	    write_child(child, plan_addr + offsetof(struct plan, go), &go, sizeof(go))) {
 		detach_all(tids, n);
 		free(tids);

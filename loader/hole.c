@@ -43,27 +43,15 @@ static size_t merge(struct span *s, size_t n)
 	return out;
 }
 
-int find_free(const struct ibcr_process_state *const *ps, uint32_t nps, size_t size,
-	      uint64_t *at, struct ibcr_err *e)
+int find_free_in(const struct plan_range *busy, size_t n, uint64_t size, uint64_t *at)
 {
-	struct maps_entry *m;
-	size_t n, cnt = 0, total = 0;
-	struct span *s;
+	struct span *s = xmalloc(sizeof(*s) * (n + 1));
 	uint64_t top = ARCH_TASK_TOP - MARGIN;
+	size_t cnt;
 
-	if (maps_read(0, 0, &m, &n, e))
-		return -1;
-	for (uint32_t k = 0; k < nps; k++)
-		total += ps[k]->nvmas;
-	s = xmalloc(sizeof(*s) * (n + total + 1));
 	for (size_t i = 0; i < n; i++)
-		if (m[i].end <= ARCH_TASK_TOP)
-			s[cnt++] = (struct span){ m[i].start, m[i].end };
-	maps_free(m, n);
-	for (uint32_t k = 0; k < nps; k++)
-		for (uint32_t i = 0; i < ps[k]->nvmas; i++)
-			s[cnt++] = (struct span){ ps[k]->vmas[i].start, ps[k]->vmas[i].end };
-	cnt = merge(s, cnt);
+		s[i] = (struct span){ busy[i].start, busy[i].end };
+	cnt = merge(s, n);
 	for (size_t i = cnt; i-- > 0; ) {
 		uint64_t lo = s[i].end + MARGIN;
 
@@ -72,11 +60,36 @@ int find_free(const struct ibcr_process_state *const *ps, uint32_t nps, size_t s
 			free(s);
 			return 0;
 		}
-		if (s[i].start < top)
+		if (s[i].start < top + MARGIN)	/* the margin below it reaches below top */
 			top = s[i].start > MARGIN ? s[i].start - MARGIN : 0;
 	}
 	free(s);
-	return ibcr_fail(e, "no free address range of %zu bytes", size);
+	return -1;
+}
+
+int find_free(const struct ibcr_process_state *const *ps, uint32_t nps, size_t size,
+	      uint64_t *at, struct ibcr_err *e)
+{
+	struct maps_entry *m;
+	size_t n, cnt = 0, total = 0;
+	struct plan_range *busy;
+	int rc;
+
+	if (maps_read(0, 0, &m, &n, e))
+		return -1;
+	for (uint32_t k = 0; k < nps; k++)
+		total += ps[k]->nvmas;
+	busy = xmalloc(sizeof(*busy) * (n + total + 1));
+	for (size_t i = 0; i < n; i++)
+		if (m[i].end <= ARCH_TASK_TOP)
+			busy[cnt++] = (struct plan_range){ m[i].start, m[i].end };
+	maps_free(m, n);
+	for (uint32_t k = 0; k < nps; k++)
+		for (uint32_t i = 0; i < ps[k]->nvmas; i++)
+			busy[cnt++] = (struct plan_range){ ps[k]->vmas[i].start, ps[k]->vmas[i].end };
+	rc = find_free_in(busy, cnt, size, at);
+	free(busy);
+	return rc ? ibcr_fail(e, "no free address range of %zu bytes", size) : 0;
 }
 
 static uint64_t distance(uint64_t a, uint64_t b)

@@ -2,7 +2,7 @@
 /*
  * Lazy restore, the fill (restart-loader --lazy; the core's part is
  * core/lazy.c, the fork holding lazyhold.c). The core hands us its
- * userfaultfd ('L'); a thread of ours then puts the lazy regions' pages
+ * userfaultfd (ST_LAZY); a thread of ours then puts the lazy regions' pages
  * in while the threads are made and after they resume: the pages the
  * program (or the kernel for it) faults on first, the rest in address
  * order between its faults. What is still to come is a table of extents
@@ -158,29 +158,24 @@ static char start_fill(struct job *j, int32_t num)
 	lz->ufd = pages_take_fd(&lz->pages, num);
 	if (lz->ufd < 0 || lz->go < 0) {
 		lazy_free(lz);
-		return 'N';
+		return CT_CANNOT;
 	}
 	build_extents(lz);
 	lz->buf = xmalloc(PIECE + 2 * (size_t)j->ps.sum_chunk);
 	if (pthread_create(&lz->th, NULL, fill_main, lz)) {
 		lazy_free(lz);
-		return 'N';
+		return CT_CANNOT;
 	}
 	lz->started = 1;
 	j->lazy = lz;
-	return 'K';
+	return CT_DONE;
 }
 
-int lazy_serve(struct job *j, int verbose)
+int lazy_serve(struct job *j, const struct st_lazy *m, int verbose)
 {
-	uint8_t msg[8];
-	int32_t num, err;
+	int32_t num = m->uffd, err = m->err;
 	char reply;
 
-	if (read(j->status_fd, msg, 8) != 8)
-		return -1;
-	memcpy(&num, msg, 4);
-	memcpy(&err, msg + 4, 4);
 	if (num < 0) {
 		if (verbose)
 			fprintf(stderr, "restart-loader: pid %d: no lazy restore (%s): its memory "
@@ -189,7 +184,7 @@ int lazy_serve(struct job *j, int verbose)
 		return 0;
 	}
 	reply = start_fill(j, num);
-	if (reply == 'N' && verbose)
+	if (reply == CT_CANNOT && verbose)
 		fprintf(stderr, "restart-loader: pid %d: cannot take its userfaultfd (%s): its "
 			"memory is filled before it runs\n", (int)j->ps.rec.pid, strerror(errno));
 	return write(j->control_fd, &reply, 1) == 1 ? 0 : -1;

@@ -15,15 +15,16 @@
 struct restore;
 struct job;
 struct lazy;
+struct st_lazy;
 
 /* Region i of rs's process may be filled once the program runs. */
 int lazy_region(const struct restore *rs, uint32_t i);
 /*
- * The core's 'L' (the descriptor's number in the child and the errno
+ * The core's ST_LAZY (the descriptor's number in the child and the errno
  * that kept it from making one): takes it and starts the fill thread;
- * answers the core 'K', or 'N' when it cannot (the core fills them).
+ * answers the core CT_DONE, or CT_CANNOT when it cannot (it fills them).
  */
-int lazy_serve(struct job *j, int verbose);
+int lazy_serve(struct job *j, const struct st_lazy *m, int verbose);
 /* The fill is over (everything in, the program gone, or killed). */
 int lazy_done(const struct lazy *lz);
 /*

@@ -12,7 +12,9 @@
 #include "err.h"
 #include "image_io.h"
 #include "model.h"
+#include "fobj.h"
 #include "core/plan.h"
+#include "core/status.h"
 
 /* Bytes the core writes into restored memory before threads resume. */
 struct poke {
@@ -253,7 +255,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 __attribute__((noreturn)) void child_fail(int fd, const struct ibcr_err *e);
 
 /* finalize.c (parent) */
-int finalize(pid_t child, int status_fd, int control_fd, int verbose, int keep,
+int finalize(pid_t child, uint64_t plan_addr, int control_fd, int verbose, int keep,
 	     struct ibcr_err *e);
 
 /* pages.c (parent): fills the regions of a compressed image on request */
@@ -323,6 +325,7 @@ struct job {
 	int parent;		/* index of its parent in the image, or -1: a root */
 	pid_t child;		/* its pid, once known */
 	int status_fd, control_fd;	/* the loader's ends */
+	uint64_t plan_addr;	/* its plan, in it: from ST_READY */
 	int st, exited;
 	int pages_open;
 	struct pages pages;	/* compressed images: the filler */
@@ -350,9 +353,22 @@ uint64_t cow_source(const struct restore *rs, uint32_t vma);
 /* sysvipc.c: SysV semaphore sets and message queues, before forking */
 int sysvipc_prepare(const struct ibcr_sysvipc *s, struct ibcr_err *e);
 
+/*
+ * plancalc.c: the ranges below top that no keep range covers (keep gets
+ * sorted; out has room for nk + 1); the count.
+ */
+size_t plan_gaps(struct plan_range *keep, size_t nk, uint64_t top, struct plan_range *out);
+/* plancalc.c: each descriptor of map_fds once (not -1), then exe_fd if any; the count. */
+int32_t plan_close_list(const int32_t *map_fds, uint32_t n, int32_t exe_fd, int32_t *out);
+
 /* hole.c: a range free now and in the saved layouts of processes ps */
 int find_free(const struct ibcr_process_state *const *ps, uint32_t nps, size_t size,
 	      uint64_t *at, struct ibcr_err *e);
+/*
+ * hole.c, find_free's search: the highest size bytes below the top that
+ * keep a margin from every busy range (any order, may overlap); -1 if none.
+ */
+int find_free_in(const struct plan_range *busy, size_t n, uint64_t size, uint64_t *at);
 /*
  * hole.c: a place for len bytes in [lo, hi) overlapping no busy range,
  * the point off bytes into it as near `near` as can be; -1 if none.

@@ -83,122 +83,122 @@ static void job_pages_open(struct job *j, struct ibcr_err *e)
 }
 
 /*
- * A region of a compressed image, asked for by the core ('P', its index
- * and its userfaultfd's number or -1): fill it, answer 'K'; 'N' when
- * that descriptor cannot be had, 'X' after saying why it failed.
+ * A region of a compressed image, asked for by the core (its index and
+ * its userfaultfd's number or -1): fill it, answer CT_DONE; CT_CANNOT
+ * when that descriptor cannot be had, CT_FAILED after saying why it failed.
  */
-static void serve_fill(struct job *j)
+static void serve_fill(struct job *j, const struct st_fill *m)
 {
 	struct ibcr_err e = { "" };
-	uint8_t msg[8];
-	int32_t fd;
-	uint32_t idx;
-	char reply = 'K';
+	char reply = CT_DONE;
 	int rc = -1;
 
-	if (read(j->status_fd, msg, 8) != 8)
-		return;
-	memcpy(&idx, msg, 4);
-	memcpy(&fd, msg + 4, 4);
 	job_pages_open(j, &e);
 	if (j->pages_open)
-		rc = pages_fill(&j->pages, idx, fd, &e);
+		rc = pages_fill(&j->pages, m->vma, m->uffd, &e);
 	if (rc > 0)
-		reply = 'N';
+		reply = CT_CANNOT;
 	if (rc < 0) {
 		fprintf(stderr, "restart-loader: pid %d: %s\n", j->ps.rec.pid, e.msg);
-		reply = 'X';
+		reply = CT_FAILED;
 	}
 	if (write(j->control_fd, &reply, 1) != 1)
 		return;
 }
 
 /*
- * The core fills a large region with our help (pagehelp.c): 'H', we write
- * the part from `from` on; 'U', we copy it in through the core's
- * userfaultfd, or answer 'N' when we cannot have it. 'K' comes with the
- * page_sum of what we put in.
+ * The core fills a large region with our help (pagehelp.c): ST_HELP, we
+ * write the part from `from` on; ST_HELP_UFFD, we copy it in through the
+ * core's userfaultfd, or answer CT_CANNOT when we cannot have it. CT_DONE
+ * comes with the page_sum of what we put in.
  */
-static void serve_help(struct job *j, int uffd)
+static void serve_help(struct job *j, const struct st_help *m)
 {
 	struct ibcr_err e = { "" };
-	uint8_t msg[16];
-	size_t len = uffd ? 16 : 12;
-	int32_t fd = -1;
-	uint32_t idx;
-	uint64_t from;
+	struct ct_help_done reply = { CT_DONE, 0 };
 	uint32_t sum = 0;
-	uint8_t reply[5] = { 'K' };
 	int rc;
 
-	if (read(j->status_fd, msg, len) != (ssize_t)len)
-		return;
-	memcpy(&idx, msg, 4);
-	memcpy(&from, msg + 4, 8);
-	if (uffd)
-		memcpy(&fd, msg + 12, 4);
 	job_pages_open(j, &e);
 	if (!j->pages_open)
 		rc = -1;
-	else if (uffd)
-		rc = pages_help_uffd(&j->pages, idx, from, fd, &sum, &e);
+	else if (m->kind == ST_HELP_UFFD)
+		rc = pages_help_uffd(&j->pages, m->vma, m->from, m->uffd, &sum, &e);
 	else
-		rc = pages_help(&j->pages, idx, from, &sum, &e);
+		rc = pages_help(&j->pages, m->vma, m->from, &sum, &e);
 	if (rc > 0)
-		reply[0] = 'N';
+		reply.kind = CT_CANNOT;
 	if (rc < 0) {
 		fprintf(stderr, "restart-loader: pid %d: %s\n", j->ps.rec.pid, e.msg);
-		reply[0] = 'X';
+		reply.kind = CT_FAILED;
 	}
-	memcpy(reply + 1, &sum, 4);
-	/* one write: the core reads the sum right after the 'K' */
-	if (write(j->control_fd, reply, reply[0] == 'K' ? 5 : 1) < 0)
+	reply.sum = sum;
+	/* one write: the core reads the sum right after the CT_DONE */
+	if (write(j->control_fd, &reply, reply.kind == CT_DONE ? sizeof(reply) : 1) < 0)
 		return;
 }
 
+/* The rest of a fixed message whose kind byte m->kind has been read. */
+static int read_body(int fd, union st_msg *m)
+{
+	size_t rest = st_len(m->kind) - 1;
+
+	return read(fd, (uint8_t *)m + 1, rest) == (ssize_t)rest ? 0 : -1;
+}
+
+/* One fixed message on the way to the verdict; -1: the pipe broke. */
+static int serve_msg(struct job *j, const union st_msg *m)
+{
+	switch (m->kind) {
+	case ST_FILL:
+		serve_fill(j, &m->fill);
+		return 0;
+	case ST_HELP:
+	case ST_HELP_UFFD:
+		serve_help(j, &m->help);
+		return 0;
+	case ST_LAZY:
+		return lazy_serve(j, &m->lazy, j->rs.verbose);
+	default:	/* ST_CHILD */
+		j->child = m->child.pid;
+		return 0;
+	}
+}
+
 /*
- * Reads the child's status pipe up to its verdict: 'R' ready, 'E' and a
- * message, or nothing (it died). On the way: trace lines ('D') and, for
- * compressed images, requests to fill a region ('P'), for large regions
- * of uncompressed ones, to help fill it ('H').
+ * Reads the child's status pipe up to its verdict: ST_READY, ST_ERROR
+ * and a message, or nothing (it died). On the way: trace lines and, for
+ * compressed images, requests to fill a region, for large regions of
+ * uncompressed ones, to help fill it; --lazy, the core's userfaultfd.
  */
 static int read_status(struct job *j, char *msg, size_t size)
 {
 	for (;;) {
-		ssize_t n = read(j->status_fd, msg, 1);
+		union st_msg m;
+		ssize_t n = read(j->status_fd, &m.kind, 1);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n != 1)
 			return -1;
-		if (msg[0] == 'D') {
+		if (m.kind == ST_TRACE) {
 			print_trace(j->status_fd);
 			continue;
 		}
-		if (msg[0] == 'P') {
-			serve_fill(j);
-			continue;
-		}
-		if (msg[0] == 'H' || msg[0] == 'U') {
-			serve_help(j, msg[0] == 'U');
-			continue;
-		}
-		if (msg[0] == 'L') {
-			if (lazy_serve(j, j->rs.verbose))
-				return -1;
-			continue;
-		}
-		if (msg[0] == 'C') {
-			if (read(j->status_fd, &j->child, 4) != 4)
-				return -1;
-			continue;
-		}
-		if (msg[0] == 'E') {
+		if (m.kind == ST_ERROR) {
 			n = read(j->status_fd, msg, size - 1);
 			msg[n > 0 ? n : 0] = 0;
-			return 'E';
+			return ST_ERROR;
 		}
-		return msg[0];
+		if (!st_len(m.kind))
+			return m.kind;
+		if (m.kind == ST_READY) {
+			/* 0: finalize says it cannot read the plan */
+			j->plan_addr = read_body(j->status_fd, &m) ? 0 : m.ready.plan;
+			return ST_READY;
+		}
+		if (read_body(j->status_fd, &m) || serve_msg(j, &m))
+			return -1;
 	}
 }
 
@@ -231,9 +231,9 @@ static int wait_ready(struct job *j, uint32_t n)
 		if (is_zombie(&j[i]))
 			continue;
 		c = read_status(&j[i], msg, sizeof(msg));
-		if (c == 'R')
+		if (c == ST_READY)
 			continue;
-		if (c == 'E') {
+		if (c == ST_ERROR) {
 			fprintf(stderr, "restart-loader: pid %d: %s\n", j[i].ps.rec.pid, msg);
 		} else if (j[i].parent < 0) {
 			int st = 0;
@@ -558,7 +558,7 @@ int main(int argc, char **argv)
 		if (j[i].pages_open)
 			pages_close(&j[i].pages);
 		ids_report(&j[i]);	/* its threads wait in the core: all there */
-		if (finalize(j[i].child, j[i].status_fd, j[i].control_fd, verbose,
+		if (finalize(j[i].child, j[i].plan_addr, j[i].control_fd, verbose,
 			     j[i].lazy != NULL, &e)) {
 			fprintf(stderr, "restart-loader: pid %d: %s\n", j[i].ps.rec.pid, e.msg);
 			kill_all(j, r.hdr.nprocs);

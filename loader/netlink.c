@@ -36,10 +36,10 @@ static int groups(int s, const struct ibcr_files *f, uint32_t i, struct ibcr_err
 int netlink_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 {
 	const struct ibcr_fobj *o = &f->objs[i];
-	int type = (int)(o->aux[1] & 0xff), proto = (int)((o->aux[1] >> 8) & 0xff);
-	struct sockaddr_nl self = { .nl_family = AF_NETLINK, .nl_pid = (uint32_t)o->aux[2] },
-			   peer = { .nl_family = AF_NETLINK, .nl_pid = (uint32_t)o->aux[3],
-				    .nl_groups = (uint32_t)(o->aux[3] >> 32) };
+	int type = fobj_netlink_type(o), proto = fobj_netlink_proto(o);
+	struct sockaddr_nl self = { .nl_family = AF_NETLINK, .nl_pid = fobj_netlink_port(o) },
+			   peer = { .nl_family = AF_NETLINK, .nl_pid = fobj_netlink_dport(o),
+				    .nl_groups = fobj_netlink_dgroups(o) };
 	int s = socket(AF_NETLINK, type | SOCK_CLOEXEC, proto);
 
 	if (s < 0)

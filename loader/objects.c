@@ -62,7 +62,7 @@ static uint32_t pass_of(const struct ibcr_fobj *o)
 {
 	if (o->kind == IBCR_FD_PTMX)
 		return 0;
-	if (o->kind == IBCR_FD_INET && ((o->aux[1] >> 16) & 0xff) == IBCR_SOCK_REPAIR)
+	if (o->kind == IBCR_FD_INET && fobj_inet_role(o) == IBCR_SOCK_REPAIR)
 		return 2;
 	return 1;
 }

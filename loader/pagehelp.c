@@ -2,11 +2,11 @@
 /*
  * The loader's share of filling a large region of an uncompressed image.
  * Filling memory is mostly the kernel's work per page (fault, zero,
- * copy), and the core is one thread: so for a large region it asks ('H',
+ * copy), and the core is one thread: so for a large region it asks (ST_HELP,
  * the region's index and a byte offset into its page data) the loader,
  * idle meanwhile on another CPU, to put the data from that offset to the
  * end in place with process_vm_writev, while it fills the part before
- * the offset itself. We answer 'K' with the page_sum of what we put in,
+ * the offset itself. We answer CT_DONE with the page_sum of what we put in,
  * summed from our buffer or mapping while it is in cache; the core adds
  * it to its own part's and checks the region's checksum before any
  * thread resumes.

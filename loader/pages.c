@@ -2,11 +2,11 @@
 /*
  * Compressed images are filled by the loader, not by the core: the core
  * has no libc and no codec, and the loader has both and every core. When
- * the core has mapped a region that holds data, it asks ('P' and the
+ * the core has mapped a region that holds data, it asks (ST_FILL and the
  * region's index on the status pipe); the loader decompresses the blocks
  * that cover the region on all cores, checks each block's and then the
  * region's CRC, copies the bytes into the child (through its
- * userfaultfd, or pages_write), and answers 'K' (or 'X' after printing
+ * userfaultfd, or pages_write), and answers CT_DONE (or CT_FAILED after printing
  * why).
  */
 #include <errno.h>

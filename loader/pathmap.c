@@ -144,7 +144,7 @@ static void map_watches(const struct pathmap *pm, struct ibcr_files *f, uint32_t
 	uint64_t off = 0, n = f->objs[i].data_len, k;
 	const uint8_t *d = f->data[i];
 
-	for (k = 0; d && k < f->objs[i].aux[0]; k++) {
+	for (k = 0; d && k < fobj_inotify_watches(&f->objs[i]); k++) {
 		uint32_t w[4], len;
 		const char *path;
 		char *m;
@@ -165,7 +165,7 @@ static void map_watches(const struct pathmap *pm, struct ibcr_files *f, uint32_t
 		free(m);
 		off += sizeof(w) + (len + 7ull) / 8 * 8;
 	}
-	if (!d || k != f->objs[i].aux[0]) {	/* as it was: fdinotify.c says why */
+	if (!d || k != fobj_inotify_watches(&f->objs[i])) {	/* as it was: fdinotify.c says why */
 		buf_free(&b);
 		return;
 	}

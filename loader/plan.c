@@ -141,13 +141,6 @@ static int plan_specials(struct plan *p, struct arena *a, const struct restore *
 	return 0;
 }
 
-static int cmp_range(const void *x, const void *y)
-{
-	const struct plan_range *a = x, *b = y;
-
-	return a->start < b->start ? -1 : a->start > b->start;
-}
-
 /*
  * Everything below the top except the hole, the special mappings and the
  * shared memory objects handed down by the loader (unmapped later, once
@@ -158,7 +151,6 @@ static void plan_unmap(struct plan *p, struct arena *a, const struct restore *rs
 	size_t nk = 0, max = 2 + p->nspecial + rs->nshm + rs->ps->nvmas;
 	struct plan_range *keep = xmalloc(sizeof(*keep) * max);
 	struct plan_range *r = take(a, sizeof(*r) * (max + 1), 8);
-	uint64_t at = 0;
 
 	keep[nk++] = (struct plan_range){ p->hole_start, p->hole_start + p->hole_len };
 	for (uint64_t i = 0; i < p->nspecial; i++)
@@ -172,16 +164,8 @@ static void plan_unmap(struct plan *p, struct arena *a, const struct restore *rs
 			keep[nk++] = (struct plan_range){ cow_source(rs, i), cow_source(rs, i) +
 							  rs->ps->vmas[i].end -
 							  rs->ps->vmas[i].start };
-	qsort(keep, nk, sizeof(keep[0]), cmp_range);
 	p->unmap = r;
-	for (size_t i = 0; i < nk; i++) {
-		if (keep[i].start > at)
-			r[p->nunmap++] = (struct plan_range){ at, keep[i].start };
-		if (keep[i].end > at)
-			at = keep[i].end;
-	}
-	if (at < ARCH_TASK_TOP)
-		r[p->nunmap++] = (struct plan_range){ at, ARCH_TASK_TOP };
+	p->nunmap = plan_gaps(keep, nk, ARCH_TASK_TOP, r);
 	free(keep);
 }
 
@@ -303,17 +287,7 @@ static void plan_fds(struct plan *p, struct arena *a, struct restore *rs)
 {
 	int32_t *fds = take(a, sizeof(int32_t) * (rs->ps->nvmas + 1), 4);
 
-	p->nclose = 0;
-	for (uint32_t i = 0; i < rs->ps->nvmas; i++) {
-		int dup = 0;
-
-		for (int k = 0; k < p->nclose && !dup; k++)
-			dup = fds[k] == rs->map_fds[i];
-		if (rs->map_fds[i] >= 0 && !dup)
-			fds[p->nclose++] = rs->map_fds[i];
-	}
-	if (rs->exe_fd >= 0)
-		fds[p->nclose++] = rs->exe_fd;
+	p->nclose = plan_close_list(rs->map_fds, rs->ps->nvmas, rs->exe_fd, fds);
 	p->close_fds = fds;
 }
 

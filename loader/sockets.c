@@ -45,8 +45,8 @@ static int bind_port(int s, int type, const struct sockaddr_in6 *a, socklen_t le
 static int inet_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 {
 	const struct ibcr_fobj *o = &f->objs[i];
-	int family = (int)(o->aux[1] & 0xff), type = (int)((o->aux[1] >> 8) & 0xff);
-	int role = (int)((o->aux[1] >> 16) & 0xff), s;
+	int family = fobj_inet_family(o), type = fobj_inet_type(o);
+	int role = fobj_inet_role(o), s;
 	struct sockaddr_in6 addr[2];
 	socklen_t len = family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(addr[0]);
 
@@ -54,7 +54,7 @@ static int inet_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 	    (o->data_len != sizeof(addr) && role != IBCR_SOCK_REPAIR && type != SOCK_DGRAM))
 		return ibcr_fail(e, "socket object %u is malformed", i);
 	memcpy(addr, f->data[i], sizeof(addr));
-	s = socket(family, type | SOCK_CLOEXEC, (int)((o->aux[1] >> 24) & 0xff));
+	s = socket(family, type | SOCK_CLOEXEC, fobj_inet_proto(o));
 	if (s < 0)
 		return ibcr_fail_errno(e, errno, "creating a socket (family %d)", family);
 	/* before repair mode, which forces SO_REUSEADDR on and must keep it so to bind */
@@ -81,7 +81,7 @@ static int inet_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 			return -1;
 		}
 	}
-	if (role == IBCR_SOCK_LISTEN && listen(s, o->aux[2] ? (int)o->aux[2] : 128)) {
+	if (role == IBCR_SOCK_LISTEN && listen(s, fobj_inet_backlog(o) ? (int)fobj_inet_backlog(o) : 128)) {
 		ibcr_fail_errno(e, errno, "listening again");
 		close(s);
 		return -1;
@@ -106,8 +106,8 @@ static int inet_open(const struct ibcr_files *f, uint32_t i, struct ibcr_err *e)
 		return -1;
 	}
 	/* shut down by the program (a connection's own are replayed by tcp.c) */
-	if (role != IBCR_SOCK_LISTEN && role != IBCR_SOCK_REPAIR && (o->aux[3] & 3) &&
-	    shutdown(s, (int)(o->aux[3] & 3) - 1) && errno != ENOTCONN) {
+	if (role != IBCR_SOCK_LISTEN && role != IBCR_SOCK_REPAIR && (fobj_inet_shut(o) & 3) &&
+	    shutdown(s, (int)(fobj_inet_shut(o) & 3) - 1) && errno != ENOTCONN) {
 		ibcr_fail_errno(e, errno, "socket %s: shutdown", f->paths[i]);
 		close(s);
 		return -1;

@@ -153,7 +153,7 @@ int tcp_finish(const struct ibcr_files *f, const int *fds, struct ibcr_err *e)
 		struct ibcr_tcp t;
 		const uint8_t *d = f->data[i] + 2 * sizeof(struct sockaddr_in6);
 
-		if (o->kind != IBCR_FD_INET || ((o->aux[1] >> 16) & 0xff) != IBCR_SOCK_REPAIR ||
+		if (o->kind != IBCR_FD_INET || fobj_inet_role(o) != IBCR_SOCK_REPAIR ||
 		    fds[i] < 0)
 			continue;
 		memcpy(&t, d, sizeof(t));

@@ -154,7 +154,7 @@ int tcp_replay(const struct ibcr_files *f, const int *fds, struct ibcr_err *e)
 		struct sockaddr_in6 addr[2];
 		struct ibcr_tcp t;
 
-		if (o->kind != IBCR_FD_INET || ((o->aux[1] >> 16) & 0xff) != IBCR_SOCK_REPAIR ||
+		if (o->kind != IBCR_FD_INET || fobj_inet_role(o) != IBCR_SOCK_REPAIR ||
 		    fds[i] < 0)
 			continue;
 		memcpy(addr, f->data[i], sizeof(addr));
@@ -165,7 +165,7 @@ int tcp_replay(const struct ibcr_files *f, const int *fds, struct ibcr_err *e)
 					       f->paths[i], t.state == IBCR_TCP_SYN_SENT ?
 					       "connect" : "closing");
 		/* a side the program shut down itself, without a FIN */
-		if ((o->aux[3] & IBCR_SHUT_RD) && t.state != IBCR_TCP_CLOSE_WAIT &&
+		if ((fobj_inet_shut(o) & IBCR_SHUT_RD) && t.state != IBCR_TCP_CLOSE_WAIT &&
 		    t.state != IBCR_TCP_LAST_ACK && t.state != IBCR_TCP_CLOSING &&
 		    shutdown(fds[i], SHUT_RD))
 			return ibcr_fail_errno(e, errno, "TCP connection %s: shutdown",

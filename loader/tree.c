@@ -106,11 +106,9 @@ static __attribute__((noreturn)) void become_zombie(const struct job *j, uint32_
 /* Tells the loader our pid: it did not fork us when we are not a root. */
 static void announce(const struct job *x)
 {
-	char msg[5] = { 'C' };
-	pid_t pid = getpid();
+	struct st_child msg = { ST_CHILD, (int32_t)getpid() };
 
-	memcpy(msg + 1, &pid, 4);
-	if (write(x->rs.status_fd, msg, 5) != 5)
+	if (write(x->rs.status_fd, &msg, sizeof(msg)) != sizeof(msg))
 		_exit(127);
 }
 

@@ -69,7 +69,7 @@ static int sender_of(const struct ibcr_files *f, const int *fds, const struct so
 	for (uint32_t k = 0; k < f->nobjs; k++) {
 		struct sockaddr_in6 b;
 
-		if (f->objs[k].kind != IBCR_FD_INET || ((f->objs[k].aux[1] >> 8) & 0xff) != SOCK_DGRAM ||
+		if (f->objs[k].kind != IBCR_FD_INET || fobj_inet_type(&f->objs[k]) != SOCK_DGRAM ||
 		    fds[k] < 0 || f->objs[k].data_len < sizeof(b))
 			continue;
 		memcpy(&b, f->data[k], sizeof(b));
@@ -163,7 +163,7 @@ int udp_refill(const struct ibcr_files *f, const int *fds, struct ibcr_err *e)
 	for (uint32_t i = 0; i < f->nobjs; i++) {
 		const struct ibcr_fobj *o = &f->objs[i];
 
-		if (o->kind == IBCR_FD_INET && ((o->aux[1] >> 8) & 0xff) == SOCK_DGRAM &&
+		if (o->kind == IBCR_FD_INET && fobj_inet_type(o) == SOCK_DGRAM &&
 		    fds[i] >= 0 && o->data_len > 2 * sizeof(struct sockaddr_in6) &&
 		    refill(fds[i], f, i, fds, e))
 			return -1;

@@ -102,7 +102,7 @@ long unix_peer_object(const struct ibcr_files *f, uint32_t i)
 {
 	for (uint32_t k = 0; k < f->nobjs; k++)
 		if (k != i && f->objs[k].kind == IBCR_FD_UNIX &&
-		    f->objs[k].aux[0] == f->objs[i].aux[2])
+		    fobj_sock_ino(&f->objs[k]) == fobj_unix_peer(&f->objs[i]))
 			return k;
 	return -1;
 }
@@ -131,7 +131,7 @@ void unix_gone_close(void)
 
 static int unix_pair(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e)
 {
-	int type = (int)(f->objs[i].aux[1] & 0xff), sv[2];
+	int type = fobj_unix_type(&f->objs[i]), sv[2];
 	long p = unix_peer_object(f, i);
 
 	if (fds[i] >= 0)
@@ -159,7 +159,7 @@ static int unix_pair(const struct ibcr_files *f, uint32_t i, int *fds, struct ib
 int unix_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err *e)
 {
 	const struct ibcr_fobj *o = &f->objs[i];
-	int type = (int)(o->aux[1] & 0xff), role = (int)((o->aux[1] >> 8) & 0xff), s;
+	int type = fobj_unix_type(o), role = fobj_unix_role(o), s;
 	struct unix_data u;
 
 	if (unix_layout(f, i, &u))
@@ -175,7 +175,7 @@ int unix_open(const struct ibcr_files *f, uint32_t i, int *fds, struct ibcr_err 
 		goto fail;
 	if (f->paths[i][0] && bind_unix(s, f->paths[i], u.h.flags & IBCR_UNIXF_DELETED, e))
 		goto fail;
-	if (role == IBCR_SOCK_LISTEN && listen(s, o->aux[3] ? (int)o->aux[3] : 128)) {
+	if (role == IBCR_SOCK_LISTEN && listen(s, fobj_unix_backlog(o) ? (int)fobj_unix_backlog(o) : 128)) {
 		ibcr_fail_errno(e, errno, "listening on %s", f->paths[i]);
 		goto fail;
 	}
@@ -200,7 +200,7 @@ static int reconnect(const struct ibcr_files *f, uint32_t l, uint32_t c, int bas
 {
 	struct sockaddr_un a;
 	socklen_t len = unix_address(f->paths[l], &a);
-	int type = (int)(f->objs[c].aux[1] & 0xff), s = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+	int type = fobj_unix_type(&f->objs[c]), s = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
 
 	if (s < 0)
 		return ibcr_fail_errno(e, errno, "creating a UNIX socket");

@@ -143,7 +143,7 @@ static int send_one(int s, const struct ibcr_files *f, uint32_t i, int pair,
 static int sender(const struct ibcr_files *f, uint32_t i, const int *fds,
 		  const struct ibcr_unix_msg *m, int *pair, int *temp, struct ibcr_err *e)
 {
-	int role = (int)((f->objs[i].aux[1] >> 8) & 0xff), type = (int)(f->objs[i].aux[1] & 0xff);
+	int role = fobj_unix_role(&f->objs[i]), type = fobj_unix_type(&f->objs[i]);
 	long k;
 
 	*temp = 0;
@@ -213,7 +213,7 @@ int unix_refill(const struct ibcr_files *f, const int *fds, const struct pidmap 
 	unix_gone_close();
 	for (uint32_t i = 0; i < f->nobjs; i++) {
 		const struct ibcr_fobj *o = &f->objs[i];
-		int shut = (int)((o->aux[1] >> 16) & 3), role = (int)((o->aux[1] >> 8) & 0xff);
+		int shut = fobj_unix_shut(o), role = fobj_unix_role(o);
 		struct unix_data u;
 
 		if (o->kind != IBCR_FD_UNIX || fds[i] < 0)

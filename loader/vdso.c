@@ -415,9 +415,9 @@ int vdso_plan(struct plan *p, const struct restore *rs, uint8_t *proxy, uint64_t
 	p->proxy = proxy;
 	p->proxy_addr = vp->old_start;
 	p->proxy_len = vp->len;
-	if (trace_on())	/* a 'D' line: fd 2 may be the program's by now */
-		dprintf(rs->status_fd, "Dvdso proxy: %zu entry points of the [vdso] at %#llx "
-			"lead to this kernel's, placed at %#llx\n", vp->npatch,
+	if (trace_on())	/* an ST_TRACE line: fd 2 may be the program's by now */
+		dprintf(rs->status_fd, "%cvdso proxy: %zu entry points of the [vdso] at %#llx "
+			"lead to this kernel's, placed at %#llx\n", ST_TRACE, vp->npatch,
 			(unsigned long long)vp->old_start,
 			(unsigned long long)(base + vp->vdso_off));
 	return 0;

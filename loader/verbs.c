@@ -175,10 +175,10 @@ static int epoll_entries(const struct restore *rs, const struct ibcr_verbs_contr
 		const uint64_t *w = (const uint64_t *)rs->files->data[i];
 		int epfd = fd_number(rs, i);
 
-		if (o->kind != IBCR_FD_EPOLL || o->aux[0] != (uint64_t)(int64_t)rs->ps->rec.pid ||
-		    epfd < 0 || !w || o->data_len != o->aux[1] * 24)
+		if (o->kind != IBCR_FD_EPOLL || fobj_epoll_pid(o) != rs->ps->rec.pid ||
+		    epfd < 0 || !w || o->data_len != fobj_epoll_entries(o) * 24)
 			continue;	/* epoll_fill refuses a malformed one */
-		for (uint64_t k = 0; k < o->aux[1]; k++, w += 3) {
+		for (uint64_t k = 0; k < fobj_epoll_entries(o); k++, w += 3) {
 			if (!is_verbs_fd(c, (int)w[0]))
 				continue;
 			if (*n == IBCR_VERBS_MAX_EPOLL)

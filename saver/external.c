@@ -81,14 +81,14 @@ const char *external_action_name(uint32_t action)
 /*
  * An epoll that watches a descriptor which comes back closed or as
  * /dev/null (which cannot be watched) would lose that entry: refused.
- * Entries are by the fd numbers of the process named in aux[0].
+ * Entries are by the fd numbers of the process fobj_epoll_pid names.
  */
 static int check_epoll(const struct target *p, const struct fobjs *o, uint32_t i,
 		       struct ibcr_err *e)
 {
 	const uint64_t *w = (const uint64_t *)o->f.data[i];
 
-	for (uint64_t k = 0; w && k < o->f.objs[i].aux[1]; k++)
+	for (uint64_t k = 0; w && k < fobj_epoll_entries(&o->f.objs[i]); k++)
 		for (uint32_t f = 0; f < p->ps.nfds; f++) {
 			const struct ibcr_fd *d = &p->ps.fds[f];
 			struct ibcr_external x;
@@ -110,7 +110,7 @@ int external_check_epolls(const struct target *t, uint32_t n, const struct fobjs
 {
 	for (uint32_t i = 0; i < o->f.nobjs && o->next; i++)
 		for (uint32_t k = 0; k < n && o->f.objs[i].kind == IBCR_FD_EPOLL; k++)
-			if ((uint64_t)t[k].pid == o->f.objs[i].aux[0] && check_epoll(&t[k], o, i, e))
+			if (t[k].pid == fobj_epoll_pid(&o->f.objs[i]) && check_epoll(&t[k], o, i, e))
 				return -1;
 	return 0;
 }

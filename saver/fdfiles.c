@@ -105,7 +105,7 @@ int deleted_capture(pid_t pid, int fd, struct fobjs *o, uint32_t i, struct ibcr_
 	if (seals < 0)
 		return ibcr_fail_errno(e, errno, "pid %d fd %d: reading the seals of %s",
 				       (int)pid, fd, o->f.paths[i]);
-	ob->aux[0] = (uint64_t)seals;
+	fobj_memfd_set_seals(ob, (uint64_t)seals);
 	return 0;
 }
 
@@ -196,7 +196,8 @@ int memfd_check_mapped(const struct target *t, uint32_t n, const struct fobjs *o
 		const struct ibcr_fobj *ob = &o->f.objs[i];
 
 		/* one object again at restore, made writable before its seals */
-		if (ob->kind != IBCR_FD_MEMFD || !(ob->aux[0] & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)))
+		if (ob->kind != IBCR_FD_MEMFD ||
+		    !(fobj_memfd_seals(ob) & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)))
 			continue;
 		for (uint32_t k = 0; k < n; k++)
 			for (uint32_t r = 0; r < t[k].ps.nvmas; r++) {

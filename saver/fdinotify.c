@@ -37,20 +37,17 @@ struct watch {
 
 static int parse_watch(const char *line, struct watch *w)
 {
-	unsigned wd, sdev, mask, ign;
-	unsigned long long ino;
-	int n = sscanf(line, "inotify wd:%x ino:%llx sdev:%x mask:%x ignored_mask:%x "
-		       "fhandle-bytes:%x fhandle-type:%x f_handle:%258s", &wd, &ino, &sdev,
-		       &mask, &ign, &w->hbytes, &w->htype, w->handle);
+	struct fdinfo_watch f = { 0 };
 
-	if (n < 4)
+	if (fdinfo_inotify_watch(line, &f))
 		return -1;
-	if (n < 8)
-		w->hbytes = 0;
-	w->wd = wd;
-	w->mask = mask;
-	w->ino = ino;
-	w->dev = makedev(sdev >> 20, sdev & 0xfffff);	/* the kernel's encoding */
+	w->wd = f.wd;
+	w->mask = f.mask;
+	w->ino = f.ino;
+	w->dev = f.dev;
+	w->htype = f.htype;
+	w->hbytes = f.hbytes;
+	memcpy(w->handle, f.handle, sizeof(w->handle));
 	w->path[0] = 0;
 	return 0;
 }
@@ -359,7 +356,7 @@ int inotify_capture(pid_t pid, int fd, struct ibcr_fobj *o, uint8_t **data,
 		put_watch(&b, &w[i]);
 	}
 	free(w);
-	o->aux[0] = n;
+	fobj_inotify_set_watches(o, n);
 	o->data_len = b.len;
 	*data = b.p;
 	return 0;

@@ -45,19 +45,6 @@ int fdinfo_read(pid_t pid, int fd, char **s, struct ibcr_err *e)
 	return proc_read(path, s, NULL, e);
 }
 
-/* The number after KEY at the start of a line of s, in base. */
-int fdinfo_field(const char *s, const char *key, int base, uint64_t *v)
-{
-	size_t n = strlen(key);
-
-	for (const char *p = s; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, key, n)) {
-			*v = strtoull(p + n, NULL, base);
-			return 1;
-		}
-	return 0;
-}
-
 /* A descriptor of ours on the same open file description as pid's fd. */
 int grab_fd(pid_t pid, int fd, struct ibcr_err *e)
 {
@@ -104,28 +91,32 @@ static int need(const char *s, const char *key, int base, uint64_t *v, pid_t pid
 
 static int cap_eventfd(pid_t pid, int fd, struct ibcr_fobj *o, struct ibcr_err *e)
 {
+	uint64_t count = 0, sem = 0;
 	char *s;
 	int rc;
 
 	if (fdinfo_read(pid, fd, &s, e))
 		return -1;
-	rc = need(s, "eventfd-count:", 16, &o->aux[0], pid, fd, "eventfd", e);
+	rc = need(s, "eventfd-count:", 16, &count, pid, fd, "eventfd", e);
 	/* before Linux 6.4 the mode is not shown: fdeventfd.c finds it */
-	if (!rc && !fdinfo_field(s, "eventfd-semaphore:", 10, &o->aux[1]))
-		rc = eventfd_semaphore_probe(pid, fd, o->aux[0], &o->aux[1], e);
+	if (!rc && !fdinfo_field(s, "eventfd-semaphore:", 10, &sem))
+		rc = eventfd_semaphore_probe(pid, fd, count, &sem, e);
 	free(s);
+	fobj_eventfd_set(o, count, sem);
 	return rc;
 }
 
 static int cap_signalfd(pid_t pid, int fd, struct ibcr_fobj *o, struct ibcr_err *e)
 {
+	uint64_t mask = 0;
 	char *s;
 	int rc;
 
 	if (fdinfo_read(pid, fd, &s, e))
 		return -1;
-	rc = need(s, "sigmask:", 16, &o->aux[0], pid, fd, "signalfd", e);
+	rc = need(s, "sigmask:", 16, &mask, pid, fd, "signalfd", e);
 	free(s);
+	fobj_signalfd_set_mask(o, mask);
 	return rc;
 }
 
@@ -151,7 +142,7 @@ static int timer_now(pid_t pid, int fd, clockid_t clk, struct itimerspec *cur,
 
 static int cap_timerfd(pid_t pid, int fd, struct ibcr_fobj *o, struct ibcr_err *e)
 {
-	uint64_t clk = 0, ticks = 0, flags = 0;
+	uint64_t clk = 0, ticks = 0, flags = 0, value;
 	struct itimerspec cur = { 0 };
 	struct timespec now = { 0 };
 	char *s;
@@ -171,12 +162,10 @@ static int cap_timerfd(pid_t pid, int fd, struct ibcr_fobj *o, struct ibcr_err *
 	free(s);
 	if (rc)
 		return -1;
-	o->aux[0] = clk | flags << 32;
-	o->aux[1] = ticks;
-	o->aux[2] = ts_ns(&cur.it_interval);
-	o->aux[3] = ts_ns(&cur.it_value);
-	if (o->aux[3] && (flags & TFD_TIMER_ABSTIME))
-		o->aux[3] += ts_ns(&now);	/* the deadline it was given */
+	value = ts_ns(&cur.it_value);
+	if (value && (flags & TFD_TIMER_ABSTIME))
+		value += ts_ns(&now);	/* the deadline it was given */
+	fobj_timerfd_set(o, clk, flags, ticks, ts_ns(&cur.it_interval), value);
 	return 0;
 }
 
@@ -244,12 +233,12 @@ static int epoll_entries(const struct fobjs *o, pid_t pid, int efd, struct buf *
 	if (fdinfo_read(pid, efd, &s, e))
 		return -1;
 	for (p = strstr(s, "\ntfd:"); p && !rc; p = strstr(p + 1, "\ntfd:")) {
-		unsigned long long data;
-		unsigned events;
+		uint64_t data;
+		uint32_t events;
 		int tfd;
 		uint64_t w[3];
 
-		if (sscanf(p + 1, "tfd: %d events: %x data: %llx", &tfd, &events, &data) != 3) {
+		if (fdinfo_epoll_entry(p + 1, &tfd, &events, &data)) {
 			rc = ibcr_fail(e, "pid %d fd %d: cannot parse its epoll entry '%.60s'",
 				       (int)pid, efd, p + 1);
 			break;
@@ -286,8 +275,7 @@ int epoll_finish(struct fobjs *o, struct ibcr_err *e)
 			buf_free(&b);
 			return -1;
 		}
-		ob->aux[0] = (uint64_t)o->rep_pid[i];
-		ob->aux[1] = b.len / 24;
+		fobj_epoll_set(ob, o->rep_pid[i], b.len / 24);
 		ob->data_len = b.len;
 		o->f.data[i] = b.p;
 	}

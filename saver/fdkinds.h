@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "fdinfo.h"
 #include "saver.h"
 
 /*
@@ -22,7 +23,6 @@
 
 /* fdkinds.c */
 int fdinfo_read(pid_t pid, int fd, char **s, struct ibcr_err *e);
-int fdinfo_field(const char *s, const char *key, int base, uint64_t *v);
 int grab_fd(pid_t pid, int fd, struct ibcr_err *e);
 /* 1: link names an anonymous kind we save (o->kind set), 0: it does not */
 int anon_classify(const char *link, struct ibcr_fobj *o);

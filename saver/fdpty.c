@@ -186,7 +186,7 @@ int ptmx_capture(pid_t pid, int fd, struct fobjs *fo, uint32_t i, struct ibcr_er
 	if (rc)
 		return ibcr_fail(e, "pid %d fd %d: pty master without a tty-index in its fdinfo",
 				 (int)pid, fd);
-	o->aux[0] = idx;
+	fobj_pty_set_index(o, idx);
 	snprintf(slave, sizeof(slave), "/dev/pts/%llu", (unsigned long long)idx);
 	/* a new pair is the restorer's (root's): the slave's owner and mode come back */
 	if (stat(slave, &st))
@@ -224,7 +224,7 @@ static long master_of(const struct fobjs *o, uint32_t tty_nr)
 
 	for (uint32_t k = 0; maj >= 136 && maj <= 143 && k < o->f.nobjs; k++)
 		if (o->f.objs[k].kind == IBCR_FD_PTMX &&
-		    o->f.objs[k].aux[0] == (uint64_t)((maj - 136) * 256 + min))
+		    fobj_pty_index(&o->f.objs[k]) == (uint64_t)((maj - 136) * 256 + min))
 			return k;
 	return -1;
 }
@@ -265,10 +265,11 @@ void pty_finish(struct fobjs *o)
 		if (n < 0 || (s->kind != IBCR_FD_STDIO && s->kind != IBCR_FD_TTY))
 			continue;
 		for (uint32_t k = 0; k < o->f.nobjs; k++)
-			if (o->f.objs[k].kind == IBCR_FD_PTMX && o->f.objs[k].aux[0] == (uint64_t)n) {
+			if (o->f.objs[k].kind == IBCR_FD_PTMX &&
+			    fobj_pty_index(&o->f.objs[k]) == (uint64_t)n) {
 				s->kind = IBCR_FD_PTS;
-				s->aux[0] = (uint64_t)n;
-				s->aux[1] = k;
+				fobj_pty_set_index(s, (uint64_t)n);
+				fobj_pts_set_master(s, k);
 			}
 	}
 }

@@ -64,15 +64,12 @@ static const char *kind_name(mode_t m, const char *link)
 static int read_fdinfo(pid_t pid, int fd, struct ibcr_fobj *o, uint32_t *cloexec,
 		       struct ibcr_err *e)
 {
-	char path[64], *s, *p;
+	char path[64], *s;
 
 	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", (int)pid, fd);
 	if (proc_read(path, &s, NULL, e))
 		return -1;
-	if ((p = strstr(s, "pos:")))
-		o->pos = strtoull(p + 4, NULL, 10);
-	if ((p = strstr(s, "flags:")))
-		o->flags = (uint32_t)strtoul(p + 6, NULL, 8);
+	fdinfo_pos_flags(s, &o->pos, &o->flags);
 	free(s);
 	*cloexec = (o->flags & O_CLOEXEC) != 0;
 	o->flags &= ~(uint32_t)O_CLOEXEC;
@@ -147,8 +144,10 @@ static int classify(pid_t pid, int fd, char *link, const struct stat *st,
 	else
 		return ibcr_fail(e, "pid %d fd %d: %s (%s) is not supported yet",
 				 (int)pid, fd, kind_name(st->st_mode, link), link);
-	if (o->kind == IBCR_FD_PIPE || o->kind == IBCR_FD_FIFO || o->kind == IBCR_FD_UNIX)
-		o->aux[0] = st->st_ino;
+	if (o->kind == IBCR_FD_PIPE || o->kind == IBCR_FD_FIFO)
+		fobj_pipe_set_ino(o, st->st_ino);
+	if (o->kind == IBCR_FD_UNIX)
+		fobj_sock_set_ino(o, st->st_ino);
 	return 0;
 }
 
@@ -339,7 +338,7 @@ static int pipe_data(struct fobjs *o, uint32_t i, struct ibcr_err *e)
 				(int)o->rep_pid[i], o->rep_fd[i]);
 		goto out;
 	}
-	ob->aux[1] = (uint64_t)cap;
+	fobj_pipe_set_size(ob, (uint64_t)cap);
 	n = tee(src, tmp[1], (size_t)cap, SPLICE_F_NONBLOCK);
 	if (n < 0 && errno == EAGAIN)
 		n = 0;	/* empty */
@@ -371,7 +370,7 @@ static int has_end(const struct fobjs *o, uint64_t ino, uint32_t mode)
 {
 	for (uint32_t i = 0; i < o->f.nobjs; i++)
 		if ((o->f.objs[i].kind == IBCR_FD_PIPE || o->f.objs[i].kind == IBCR_FD_FIFO) &&
-		    o->f.objs[i].aux[0] == ino && ((o->f.objs[i].flags & O_ACCMODE) == mode ||
+		    fobj_pipe_ino(&o->f.objs[i]) == ino && ((o->f.objs[i].flags & O_ACCMODE) == mode ||
 						    (o->f.objs[i].flags & O_ACCMODE) == O_RDWR))
 			return 1;
 	return 0;
@@ -481,7 +480,7 @@ static int held_outside(const struct target *t, uint32_t n, const struct fobjs *
 	struct held_walk w = { want, ob, 0 };
 
 	if (ob->kind == IBCR_FD_PIPE)
-		snprintf(want, sizeof(want), "pipe:[%llu]", (unsigned long long)ob->aux[0]);
+		snprintf(want, sizeof(want), "pipe:[%llu]", (unsigned long long)fobj_pipe_ino(ob));
 	else
 		snprintf(want, sizeof(want), "%s", o->f.paths[i]);
 	walk_fds(t, n, held_one, &w);
@@ -545,7 +544,8 @@ static int settle_stdio(const struct target *t, uint32_t n, struct fobjs *o, uin
 static uint32_t first_of_pipe(const struct fobjs *o, uint32_t i)
 {
 	for (uint32_t k = 0; k < i; k++)
-		if (o->f.objs[k].kind == o->f.objs[i].kind && o->f.objs[k].aux[0] == o->f.objs[i].aux[0])
+		if (o->f.objs[k].kind == o->f.objs[i].kind &&
+		    fobj_pipe_ino(&o->f.objs[k]) == fobj_pipe_ino(&o->f.objs[i]))
 			return k;
 	return i;
 }
@@ -568,11 +568,11 @@ static int pipe_settle(const struct target *t, uint32_t n, struct fobjs *o, uint
 		return 0;
 	first = first_of_pipe(o, i);
 	if (first < i) {
-		ob->aux[1] = o->f.objs[first].aux[1];
+		fobj_pipe_set_size(ob, fobj_pipe_size(&o->f.objs[first]));
 		return 0;
 	}
 	if ((ob->kind == IBCR_FD_FIFO ||
-	     !has_end(o, ob->aux[0], O_RDONLY) || !has_end(o, ob->aux[0], O_WRONLY)) &&
+	     !has_end(o, fobj_pipe_ino(ob), O_RDONLY) || !has_end(o, fobj_pipe_ino(ob), O_WRONLY)) &&
 	    held_outside(t, n, o, i)) {
 		if (ob->kind == IBCR_FD_FIFO)
 			pid = o->rep_pid[i], fd = o->rep_fd[i];

@@ -95,7 +95,7 @@ static int note_holder(void *arg, pid_t pid, uint64_t ino)
 	struct outside *w = arg;
 
 	for (uint32_t i = 0; i < w->o->f.nobjs; i++)
-		if (w->o->f.objs[i].kind == IBCR_FD_INET && w->o->f.objs[i].aux[0] == ino &&
+		if (w->o->f.objs[i].kind == IBCR_FD_INET && fobj_sock_ino(&w->o->f.objs[i]) == ino &&
 		    !w->pid[i])
 			w->pid[i] = pid;
 	return 0;
@@ -104,7 +104,7 @@ static int note_holder(void *arg, pid_t pid, uint64_t ino)
 static int check_one(const struct fobjs *o, uint32_t i, pid_t other, struct ibcr_err *e)
 {
 	const struct ibcr_fobj *ob = &o->f.objs[i];
-	int role = (int)((ob->aux[1] >> 16) & 0xff);
+	int role = fobj_inet_role(ob);
 	const struct ibcr_sockopt *dev = saved_opt(o, i, SOL_SOCKET, SO_BINDTODEVICE);
 	struct sockaddr_in6 a;
 	char host[INET6_ADDRSTRLEN] = "?";

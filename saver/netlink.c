@@ -101,7 +101,7 @@ int netlink_socket(struct fobjs *o, uint32_t i, struct ibcr_err *e)
 	if (getpeername(fd, (struct sockaddr *)&peer, &pl))
 		memset(&peer, 0, sizeof(peer));
 	if (recv(fd, &one, 1, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC) >= 0 ||
-	    dump_running(ob->aux[0], proto)) {
+	    dump_running(fobj_sock_ino(ob), proto)) {
 		rc = ibcr_fail(e, "%s: netlink socket (protocol %d) with messages from the kernel "
 			       "not read yet, which a restore could not ask for again: try again",
 			       who, proto);
@@ -110,9 +110,8 @@ int netlink_socket(struct fobjs *o, uint32_t i, struct ibcr_err *e)
 	if (gl > MAX_GROUP_WORDS * 4)
 		gl = MAX_GROUP_WORDS * 4;	/* groups past 2048: none known to use them */
 	ob->kind = IBCR_FD_NETLINK;
-	ob->aux[1] = (uint64_t)type | (uint64_t)proto << 8;
-	ob->aux[2] = self.nl_pid;
-	ob->aux[3] = peer.nl_pid | (uint64_t)peer.nl_groups << 32;
+	fobj_netlink_set(ob, (uint64_t)type, (uint64_t)proto, self.nl_pid, peer.nl_pid,
+			 peer.nl_groups);
 	o->f.data[i] = xmalloc(gl + 1);
 	memcpy(o->f.data[i], groups, gl);
 	ob->data_len = gl;

@@ -11,6 +11,7 @@
 #include "err.h"
 #include "image_io.h"
 #include "model.h"
+#include "fobj.h"
 #include "procfs.h"
 #include "sockopt.h"
 

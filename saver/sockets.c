@@ -67,7 +67,7 @@ long sock_object(const struct fobjs *o, uint64_t ino)
 {
 	for (uint32_t i = 0; i < o->f.nobjs; i++)
 		if ((o->f.objs[i].kind == IBCR_FD_UNIX || o->f.objs[i].kind == IBCR_FD_INET) &&
-		    o->f.objs[i].aux[0] == ino)
+		    fobj_sock_ino(&o->f.objs[i]) == ino)
 			return i;
 	return -1;
 }
@@ -204,11 +204,13 @@ static int inet_socket(struct fobjs *o, uint32_t i, const struct socks *s,
 	if ((fd = grab_fd(o->rep_pid[i], o->rep_fd[i], e)) < 0)
 		return -1;
 	snprintf(who, sizeof(who), "pid %d fd %d", (int)o->rep_pid[i], o->rep_fd[i]);
-	ob->aux[1] = (uint64_t)d->family | (uint64_t)d->type << 8 | (uint64_t)role << 16;
+	/* d->wq: a listener's backlog */
+	fobj_inet_set(ob, (uint64_t)d->family, (uint64_t)d->type, (uint64_t)role, d->wq,
+		      d->shutdown);
 	if (d->type == SOCK_RAW || (d->proto != IPPROTO_TCP && d->proto != IPPROTO_UDP)) {
 		char one;
 
-		ob->aux[1] |= (uint64_t)(d->proto & 0xff) << 24;
+		fobj_inet_set_proto(ob, (uint64_t)d->proto);
 		if (recv(fd, &one, 1, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC) >= 0) {
 			close(fd);
 			return ibcr_fail(e, "%s: %s socket (protocol %d) with packets waiting, "
@@ -216,8 +218,6 @@ static int inet_socket(struct fobjs *o, uint32_t i, const struct socks *s,
 					 who, d->type == SOCK_RAW ? "raw" : "ICMP", d->proto);
 		}
 	}
-	ob->aux[2] = d->wq;	/* a listener's backlog */
-	ob->aux[3] = d->shutdown;
 	if (role == IBCR_SOCK_CLOSED)
 		o->given_up++;
 	/* before repair mode, which changes SO_REUSEADDR */
@@ -255,7 +255,8 @@ static int lock_network(struct fobjs *o, const struct socks *s, struct ibcr_err 
 		struct ibcr_err ignored;
 		int role;
 
-		if (ob->kind != IBCR_FD_UNIX || ob->aux[1] || !(d = sock_find(s, ob->aux[0])) ||
+		if (ob->kind != IBCR_FD_UNIX || fobj_sock_settled(ob) ||
+		    !(d = sock_find(s, fobj_sock_ino(ob))) ||
 		    d->family == AF_UNIX || d->proto != IPPROTO_TCP)
 			continue;
 		role = inet_role(o, i, d, &ignored);	/* refused later, with the reason */
@@ -305,7 +306,7 @@ static const struct sockdiag *unlisted(const struct fobjs *o, uint32_t i, struct
 	*domain = v[0];
 	if (v[0] != AF_INET && v[0] != AF_INET6)
 		return NULL;
-	d->ino = o->f.objs[i].aux[0];
+	d->ino = fobj_sock_ino(&o->f.objs[i]);
 	d->family = v[0];
 	d->type = v[1];
 	d->proto = v[2];
@@ -330,9 +331,9 @@ int sockets_finish(struct fobjs *o, struct ibcr_err *e)
 		struct ibcr_fobj *ob = &o->f.objs[i];
 		const struct sockdiag *d;
 
-		if (ob->kind != IBCR_FD_UNIX || ob->aux[1])
+		if (ob->kind != IBCR_FD_UNIX || fobj_sock_settled(ob))
 			continue;
-		d = sock_find(&s, ob->aux[0]);
+		d = sock_find(&s, fobj_sock_ino(ob));
 		if (!d && !(d = unlisted(o, i, &fresh, &domain)) && domain == AF_NETLINK) {
 			rc = netlink_socket(o, i, e);
 			continue;
@@ -344,7 +345,7 @@ int sockets_finish(struct fobjs *o, struct ibcr_err *e)
 		}
 		if (!d) {
 			ob->kind = IBCR_FD_STDIO;	/* leads outside? see below */
-			ob->aux[1] = 1;
+			fobj_sock_set_settled(ob);
 			continue;
 		}
 		if (d->family == AF_UNIX)

@@ -258,10 +258,9 @@ int unix_socket(struct fobjs *o, uint32_t i, const struct socks *s,
 	if (role == OUTSIDE)
 		return 1;
 	snprintf(who, sizeof(who), "pid %d fd %d", (int)o->rep_pid[i], o->rep_fd[i]);
-	o->f.objs[i].aux[1] = (uint64_t)d->type | (uint64_t)role << 8 |
-			      (uint64_t)d->shutdown << 16;
-	o->f.objs[i].aux[2] = role == IBCR_SOCK_PAIR ? d->peer : 0;
-	o->f.objs[i].aux[3] = role == IBCR_SOCK_PENDING ? (uint64_t)listener : d->wq;
+	fobj_unix_set(&o->f.objs[i], (uint64_t)d->type, (uint64_t)role, (uint64_t)d->shutdown,
+		      role == IBCR_SOCK_PAIR ? d->peer : 0,
+		      role == IBCR_SOCK_PENDING ? (uint64_t)listener : d->wq);
 	free(o->f.paths[i]);
 	o->f.paths[i] = xstrdup(d->name);
 	if (bound_file(o, i, d, &h.flags, e))

@@ -24,6 +24,7 @@
 #include "compress.h"
 #include "verbs_abi.h"
 #include "filedata.h"
+#include "fobj.h"
 #include "image_io.h"
 #include "info.h"
 #include "netlock.h"
@@ -249,7 +250,7 @@ static void print_inet(const struct ibcr_fobj *o, const uint8_t *data)
 {
 	static const char *const roles[] = { "fresh", "pair", "listen", "bound", "closed",
 					     "repair" };
-	uint32_t role = (uint32_t)(o->aux[1] >> 16) & 0xff;
+	uint32_t role = (uint32_t)fobj_inet_role(o);
 	struct sockaddr_in6 a[2];
 
 	if (o->data_len < sizeof(a) || !data)

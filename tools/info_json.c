@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "compress.h"
+#include "fobj.h"
 #include "info.h"
 #include "statsout.h"
 #include "version.h"
@@ -217,8 +218,8 @@ static void locked(FILE *f, const char *name, const struct ibcr_files *files, ui
 		struct sockaddr_in6 a[2];
 		char s[2][INET6_ADDRSTRLEN + 8];
 
-		if (o->kind != IBCR_FD_INET || ((o->aux[1] >> 16) & 0xff) != role ||
-		    ((o->aux[1] >> 8) & 0xff) != SOCK_STREAM || o->data_len < sizeof(a) ||
+		if (o->kind != IBCR_FD_INET || (uint32_t)fobj_inet_role(o) != role ||
+		    fobj_inet_type(o) != SOCK_STREAM || o->data_len < sizeof(a) ||
 		    !files->data[i])
 			continue;
 		memcpy(a, files->data[i], sizeof(a));

@@ -4,10 +4,11 @@
 
 #include "core.h"
 #include "rt/fmt.h"
+#include "status.h"
 #include "sys.h"
 
 /*
- * The loader reads the status pipe: 'E' and a message means the restore
+ * The loader reads the status pipe: ST_ERROR and a message means the restore
  * failed. fd 2 is not used: by now it may be the restored process's own
  * stderr (a log file, say), not the terminal of whoever restarted it.
  */
@@ -17,7 +18,7 @@ void core_die(struct plan *p, const char *f, ...)
 	va_list ap;
 	size_t n;
 
-	msg[0] = 'E';
+	msg[0] = ST_ERROR;
 	va_start(ap, f);
 	n = 1 + fmt_v(msg + 1, sizeof(msg) - 1, f, ap);
 	va_end(ap);
@@ -33,7 +34,7 @@ void core_trace(struct plan *p, const char *f, ...)
 
 	if (!(p->flags & PLAN_TRACE))
 		return;
-	msg[0] = 'D';
+	msg[0] = ST_TRACE;
 	va_start(ap, f);
 	n = 1 + fmt_v(msg + 1, sizeof(msg) - 2, f, ap);
 	va_end(ap);

@@ -3,6 +3,7 @@
 #define IBCR_CORE_H
 
 #include "plan.h"
+#include "status.h"
 
 /*
  * The restore core: runs in the hole with no libc, after the loader has
@@ -14,7 +15,7 @@ __attribute__((noreturn)) void core_main(struct plan *p);
 __attribute__((noreturn, format(printf, 2, 3)))
 void core_die(struct plan *p, const char *fmt, ...);
 
-/* With PLAN_TRACE: one 'D' line per step to the loader (IBCR_TRACE=1). */
+/* With PLAN_TRACE: one ST_TRACE line per step to the loader (IBCR_TRACE=1). */
 __attribute__((format(printf, 2, 3)))
 void core_trace(struct plan *p, const char *fmt, ...);
 

@@ -4,7 +4,7 @@
  * loader marked lazy are mapped as any other, given their own anon_vma
  * (their first page, written and dropped, as own_anon_vma in mem.c does
  * for an empty region kept apart) and registered with one userfaultfd
- * for missing pages, not filled. Its descriptor goes to the loader ('L'),
+ * for missing pages, not filled. Its descriptor goes to the loader (ST_LAZY),
  * which puts the pages in from then on, faults first, while the threads
  * are made and after they resume (loader/lazy.c). The userfaultfd is made
  * without UFFD_USER_MODE_ONLY: a page the kernel touches for the program
@@ -80,22 +80,19 @@ int core_lazy_register(struct plan *p, long fd, const struct plan_vma *v)
 }
 
 /*
- * 'L', our descriptor's number and the errno that kept us from making
- * one (0 when fd is one): with a descriptor, the loader answers 'K' (it
- * serves the regions from now on) or 'N' (it cannot: we fill them).
+ * ST_LAZY, our descriptor's number and the errno that kept us from making
+ * one (0 when fd is one): with a descriptor, the loader answers CT_DONE
+ * (it serves the regions from now on) or CT_CANNOT (it cannot: we fill them).
  */
 static char tell_loader(struct plan *p, long fd)
 {
-	uint8_t msg[9] = { 'L' };
-	int32_t num = fd < 0 ? -1 : (int32_t)fd, err = fd < 0 ? (int32_t)-fd : 0;
-	char reply = 'N';
+	struct st_lazy msg = { ST_LAZY, fd < 0 ? -1 : (int32_t)fd, fd < 0 ? (int32_t)-fd : 0 };
+	char reply = CT_CANNOT;
 
-	__builtin_memcpy(msg + 1, &num, 4);
-	__builtin_memcpy(msg + 5, &err, 4);
-	if (sys_write(p->status_fd, msg, 9) != 9)
+	if (sys_write(p->status_fd, &msg, sizeof(msg)) != sizeof(msg))
 		sys_exit_group(127);
 	if (fd >= 0 && (sys_read(p->control_fd, &reply, 1) != 1 ||
-			(reply != 'K' && reply != 'N')))
+			(reply != CT_DONE && reply != CT_CANNOT)))
 		sys_exit_group(127);	/* the loader said why */
 	return reply;
 }
@@ -130,7 +127,7 @@ void core_lazy_handover(struct plan *p, long fd, uint64_t nregistered)
 		sys_close((int)fd);
 		fd = -2;	/* ENOENT: nothing came out lazy */
 	}
-	if (tell_loader(p, fd) == 'N' && fd >= 0)
+	if (tell_loader(p, fd) == CT_CANNOT && fd >= 0)
 		fill_here(p, fd);
 	/* the loader holds its own: ours would be an fd the program never had */
 	if (fd >= 0)

@@ -188,37 +188,34 @@ static int helpable(const struct plan *p, const struct plan_vma *v, int prot)
 }
 
 /*
- * 'H' (the loader writes from `from` on) or 'U' (it copies in through our
- * userfaultfd from the end down, until it meets us: `from` is 0).
+ * ST_HELP (the loader writes from `from` on) or ST_HELP_UFFD (it copies in
+ * through our userfaultfd from the end down, until it meets us: `from` is 0).
  */
 static void ask_help(struct plan *p, const struct plan_vma *v, uint64_t from, int uffd)
 {
-	uint8_t msg[17] = { uffd >= 0 ? 'U' : 'H' };
-	uint32_t idx = (uint32_t)(v - p->vmas);
-	int32_t fd = uffd;
-	long len = uffd >= 0 ? 17 : 13;
+	struct st_help msg = { uffd >= 0 ? ST_HELP_UFFD : ST_HELP, (uint32_t)(v - p->vmas),
+			       from, uffd };
+	long len = (long)ST_HELP_LEN(msg.kind);
 
-	__builtin_memcpy(msg + 1, &idx, 4);
-	__builtin_memcpy(msg + 5, &from, 8);
-	__builtin_memcpy(msg + 13, &fd, 4);
-	if (sys_write(p->status_fd, msg, len) != len)
+	if (sys_write(p->status_fd, &msg, len) != len)
 		sys_exit_group(127);
 }
 
 /*
- * 'K' and the page_sum of the pages the loader put in, added to *sum;
- * 'N': it could not use the userfaultfd, nothing done.
+ * CT_DONE and the page_sum of the pages the loader put in, added to *sum;
+ * CT_CANNOT: it could not use the userfaultfd, nothing done.
  */
 static char wait_help(struct plan *p, uint32_t *sum)
 {
-	uint32_t part = 0;
-	char reply = 0;
+	struct ct_help_done reply = { 0, 0 };
+	const long rest = sizeof(reply) - 1;
 
-	if (sys_read(p->control_fd, &reply, 1) != 1 || (reply != 'K' && reply != 'N') ||
-	    (reply == 'K' && sys_read(p->control_fd, &part, 4) != 4))
+	if (sys_read(p->control_fd, &reply.kind, 1) != 1 ||
+	    (reply.kind != CT_DONE && reply.kind != CT_CANNOT) ||
+	    (reply.kind == CT_DONE && sys_read(p->control_fd, (uint8_t *)&reply + 1, rest) != rest))
 		sys_exit_group(127);	/* the loader said why */
-	*sum += part;
-	return reply;
+	*sum += reply.sum;
+	return (char)reply.kind;
 }
 
 /* The core's part, stream bytes [0, lim), the usual way. */
@@ -265,9 +262,9 @@ static uint32_t fill_together(struct plan *p, const struct plan_vma *v)
 		return sum;
 	}
 	ask_help(p, v, 0, uffd);
-	/* 'N' (the loader could not take it): we meet nobody and do it all */
+	/* CT_CANNOT (the loader could not take it): we meet nobody and do it all */
 	sum = uffd_fill(p, v, uffd, &lim);
-	if (wait_help(p, &sum) == 'N' && lim < v->data_len)
+	if (wait_help(p, &sum) == CT_CANNOT && lim < v->data_len)
 		core_die(p, "region %#lx-%#lx (%s): the loader filled part of it, then said "
 			 "it could not", (unsigned long)v->start, (unsigned long)v->end,
 			 v->name);
@@ -351,20 +348,16 @@ static int open_self_mem(struct plan *p, const struct plan_vma *v)
 
 /*
  * A compressed image: the loader decompresses and writes the region's
- * data (loader/pages.c) and checks its checksum. 'P', the region and our
- * userfaultfd's number (or -1); 'K' done, 'N' it could not take it.
+ * data (loader/pages.c) and checks its checksum. ST_FILL, the region and our
+ * userfaultfd's number (or -1); CT_DONE done, CT_CANNOT it could not take it.
  */
 static char ask_fill(struct plan *p, const struct plan_vma *v, int uffd)
 {
-	uint8_t msg[9] = { 'P' };
-	uint32_t idx = (uint32_t)(v - p->vmas);
-	int32_t fd = uffd;
+	struct st_fill msg = { ST_FILL, (uint32_t)(v - p->vmas), uffd };
 	char reply = 0;
 
-	__builtin_memcpy(msg + 1, &idx, 4);
-	__builtin_memcpy(msg + 5, &fd, 4);
-	if (sys_write(p->status_fd, msg, 9) != 9 ||
-	    sys_read(p->control_fd, &reply, 1) != 1 || (reply != 'K' && reply != 'N'))
+	if (sys_write(p->status_fd, &msg, sizeof(msg)) != sizeof(msg) ||
+	    sys_read(p->control_fd, &reply, 1) != 1 || (reply != CT_DONE && reply != CT_CANNOT))
 		sys_exit_group(127);	/* the loader said why */
 	return reply;
 }
@@ -383,14 +376,14 @@ static void ask_loader(struct plan *p, const struct plan_vma *v, int writable)
 		char reply = ask_fill(p, v, uffd);
 
 		uffd_close(p, v, uffd);
-		if (reply == 'K')
+		if (reply == CT_DONE)
 			return;
 	}
 	for (uint64_t i = 0; writable && i < v->nruns; i++)
 		sys_madvise(v->runs[i].addr, v->runs[i].npages * p->page_size,
 			    MADV_POPULATE_WRITE);
-	if (ask_fill(p, v, -1) != 'K')
-		sys_exit_group(127);	/* 'N' without a descriptor: a loader bug */
+	if (ask_fill(p, v, -1) != CT_DONE)
+		sys_exit_group(127);	/* CT_CANNOT without a descriptor: a loader bug */
 }
 
 /*

@@ -116,7 +116,7 @@ struct plan_mm_map {
 };
 
 #define PLAN_EXACT_TIDS 0x1	/* ask clone3 for the saved TIDs */
-#define PLAN_TRACE 0x4		/* report each step ('D' lines) */
+#define PLAN_TRACE 0x4		/* report each step (ST_TRACE lines) */
 #define PLAN_FILL_BY_LOADER 0x8	/* compressed image: the loader fills regions */
 #define PLAN_NO_UFFD 0x10	/* IBCR_NO_UFFD=1: fill without userfaultfd */
 #define PLAN_TIMER_FILL 0x100	/* make timer ids in order, without */
@@ -134,8 +134,8 @@ struct plan {
 	uint32_t flags;
 	uint32_t page_size;
 	int32_t img_fd;		/* the image, for page data */
-	int32_t status_fd;	/* core -> loader: one byte when ready */
-	int32_t control_fd;	/* loader -> core: 'T' traced, 'G' go alone */
+	int32_t status_fd;	/* core -> loader: status.h's status_kind */
+	int32_t control_fd;	/* loader -> core: status.h's control_kind */
 	int32_t nclose;
 	const int32_t *close_fds;	/* loader fds to close before resuming */
 	uint64_t nunmap;

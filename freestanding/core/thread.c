@@ -106,21 +106,19 @@ static void queue_shared(struct plan *p)
 /* Main thread: all are ready; hand over to the loader, which says go. */
 static void handover(struct plan *p)
 {
+	struct st_ready msg = { ST_READY, (uint64_t)(uintptr_t)p };
 	char c = 0;
 
 	futex_wait_ne(&p->ready, (int32_t)p->nthreads);
 	queue_shared(p);
 	core_late_limits(p);
-	/* 'R' and where the plan is: the loader reads the rest from here */
-	uint8_t msg[9] = { 'R' };
-
-	__builtin_memcpy(msg + 1, &p, sizeof(p));	// NOLINT(bugprone-sizeof-expression): the address itself
-	if (sys_write(p->status_fd, msg, sizeof(msg)) != sizeof(msg) ||
+	/* where the plan is: the loader reads the rest from here */
+	if (sys_write(p->status_fd, &msg, sizeof(msg)) != sizeof(msg) ||
 	    sys_read(p->control_fd, &c, 1) != 1)
 		sys_exit_group(127);	/* the loader is gone: nobody to resume for */
 	sys_close(p->status_fd);
 	sys_close(p->control_fd);
-	if (c == 'G') {
+	if (c == CT_GO) {
 		__atomic_store_n(&p->go, 1, __ATOMIC_RELEASE);
 		sys_futex(&p->go, FUTEX_WAKE, 0x7fffffff);
 	}

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "buf.h"
+#include "fobj.h"
 #include "rt/crc32c.h"
 #include "rt/xxh64.h"
 #include "rt/fmt.h"
@@ -268,7 +269,7 @@ static void round_trip(void **state)
 	assert_string_equal(files.paths[ps.fds[0].obj], "/etc/hostname");
 	assert_int_equal(files.objs[1].data_len, 3);
 	assert_memory_equal(files.data[1], "abc", 3);
-	assert_int_equal(files.objs[1].aux[0], 4242);
+	assert_int_equal(fobj_pipe_ino(&files.objs[1]), 4242);
 	ibcr_files_free(&files);
 	assert_int_equal(ps.pages_off % PG, 0);
 	assert_int_equal(imgr_verify_pages(&r, &ps, &e), 0);
