@@ -84,7 +84,7 @@ restore_image() {
 	elif ! grep -q '^DONE' "$out" || [ "$first" != $((last + 1)) ]; then
 		echo "FAIL $tag: ticks did not go on from $last (first after the restore: ${first:-none})"
 	else
-		echo "PASS $tag ($(sed -n 's/.*trace: vdso proxy: \([0-9]*\) entry.*/\1/p' "$err") entry points redirected)"
+		echo "PASS $tag ($(sed -n 's/.*vdso proxy: \([0-9]*\) entry.*/\1/p' "$err") entry points redirected)"
 		return 0
 	fi
 	return 1
