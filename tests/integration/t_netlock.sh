@@ -76,13 +76,15 @@ grep -q "$held: kept, it holds the connections of $T/img3.ckpt" "$T/stale.out" |
 # asserted: its sockets are still in repair mode when the dying saver's
 # tracees run again, before the guardian can turn it off; reading one
 # then fails with EPERM. A known gap, see docs/design-notes.md.)
-start "$T/prog4.out" "$PROGS/tcppair" 40
-pid=$PID
-wait_line "$T/prog4.out" '^tick 3 '
-child=$(children_of "$pid")
+# bigmem first: filling 768 MiB under load takes seconds, and the pair
+# must still be running when the saver starts (40 ticks once ran out)
 start "$T/big.out" "$PROGS/bigmem" 768 20
 big=$PID
 wait_line "$T/big.out" '^tick 1 ' 60
+start "$T/prog4.out" "$PROGS/tcppair" 3000
+pid=$PID
+wait_line "$T/prog4.out" '^tick 3 '
+child=$(children_of "$pid")
 "$SAVER" --no-snapshot -o "$T/img4.ckpt" "$pid" $child "$big" >"$T/killed.out" 2>&1 &
 spid=$!
 for ((i = 0; i < 3000; i++)); do
