@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +136,20 @@ static void file_identity(struct ibcr_vma *v, const struct stat *st)
 			   (uint64_t)st->st_mtim.tv_nsec;
 }
 
+/*
+ * Whether the mapped file is at its path as the process itself sees it
+ * (through /proc/PID/root): maps names a file of a mount the saver cannot
+ * reach by the path the process's own mount tree gives it.
+ */
+static int in_own_view(const struct target *t, const struct maps_entry *m)
+{
+	char path[PATH_MAX + 32];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)t->pid, m->path);
+	return !stat(path, &st) && st.st_ino == m->ino;
+}
+
 static int classify_file(struct target *t, const struct maps_entry *m,
 			 struct ibcr_vma *v, struct ibcr_err *e)
 {
@@ -160,7 +175,10 @@ static int classify_file(struct target *t, const struct maps_entry *m,
 		return 0;
 	}
 	if (stat(p, &st) || st.st_ino != m->ino)
-		return REGION_FAIL("its file is no longer at that path");
+		return REGION_FAIL(in_own_view(t, m) ?
+				   "the process sees another file at that path than the "
+				   "saver (another mount namespace: a container?): not supported" :
+				   "its file is no longer at that path");
 	if (S_ISCHR(st.st_mode) && !strcmp(p, "/dev/zero") && !m->shared) {
 		v->kind = IBCR_VMA_ANON;
 		return 0;
