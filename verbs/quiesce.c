@@ -134,6 +134,47 @@ static int chan_push(struct schan *ch, struct scq *c)
 	return 0;
 }
 
+static int have_ud(void)
+{
+	struct list *p;
+
+	list_for(p, &S.qps)
+		if (container(p, struct sqp, link)->v.qp_type == IBV_QPT_UD)
+			return 1;
+	return 0;
+}
+
+/*
+ * UD has no acknowledgement: a datagram whose send completed may still be
+ * on its way to a receiver of this checkpoint (rxe hands it to a work
+ * queue), and one that arrives after the capture is lost. So the receive
+ * queues are drained until they have been quiet for UD_QUIET_MS, for at
+ * most UD_SETTLE_MS: best effort, as UD itself (docs/verbs.md). S.lock
+ * held on entry and exit.
+ */
+#define UD_QUIET_MS 20
+#define UD_SETTLE_MS 250
+static int settle_ud(void)
+{
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC), quiet = t0, t = t0;
+	int r;
+
+	if (!have_ud())
+		return 0;
+	while (t - quiet < UD_QUIET_MS * 1000000ull && t - t0 < UD_SETTLE_MS * 1000000ull) {
+		pthread_mutex_unlock(&S.lock);
+		sleep_ms(2);
+		pthread_mutex_lock(&S.lock);
+		if ((r = drain_all_cqs()) < 0)
+			return -1;
+		t = now_ns(CLOCK_MONOTONIC);
+		if (r)
+			quiet = t;
+	}
+	dbg("UD receives settled in %llu us", (unsigned long long)((t - t0) / 1000));
+	return 0;
+}
+
 int quiesce_drain(void)
 {
 	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
@@ -161,7 +202,7 @@ int quiesce_drain(void)
 		c->async_flags = fcntl(c->vx.context.async_fd, F_GETFL);
 		pthread_mutex_unlock(&c->async_lock);
 	}
-	if (drain_all_cqs() < 0)
+	if (drain_all_cqs() < 0 || settle_ud() < 0)
 		goto fail;
 	list_for(p, &S.chans) {
 		struct schan *ch = container(p, struct schan, link);
