@@ -96,6 +96,8 @@ static void hold(int a, int b, int wa, int wb, int wb2)
 	while (!finish) {
 		int sa = state(a), sb = state(b);
 
+		if (finish)	/* the packets may pass again from now on */
+			break;
 		if (sa != wa || (b >= 0 && sb != wb && sb != wb2)) {
 			char msg[80];
 
