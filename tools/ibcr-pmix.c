@@ -496,7 +496,7 @@ static int serve(const char *sock, const char *phases, pid_t watch)
 	return r ? 1 : 0;
 }
 
-/* The server's answer, or SOCK.done's once it is gone. */
+/* The server's answer (0), or SOCK.done's once it is gone (1). */
 static int ask(const char *sock, const char *req, char *ans, size_t n)
 {
 	struct sockaddr_un a;
@@ -523,7 +523,7 @@ static int ask(const char *sock, const char *req, char *ans, size_t n)
 		got = fread(ans, 1, n - 1, f);
 		ans[got] = 0;
 		fclose(f);
-		return 0;
+		return 1;
 	}
 	write_all(c, req, strlen(req));
 	shutdown(c, SHUT_WR);
@@ -549,7 +549,7 @@ int main(int argc, char **argv)
 {
 	char req[REQ_MAX], ans[ANSWER_MAX];
 	size_t len = 0;
-	int i;
+	int i, r;
 
 	if (argc >= 3 && !strcmp(argv[1], "serve"))
 		return serve(argv[2], argc > 3 && *argv[3] ? argv[3] : NULL,
@@ -566,8 +566,15 @@ int main(int argc, char **argv)
 		}
 		len += (size_t)w;
 	}
-	if (ask(argv[2], req, ans, sizeof(ans))) {
+	r = ask(argv[2], req, ans, sizeof(ans));
+	if (r < 0) {
 		printf("cannot reach the node's PMIx agent at %s: %s\n", argv[2], strerror(errno));
+		return 1;
+	}
+	/* a value or files wanted from a fence that cannot come any more */
+	if (r && ans[0] == '0' && (!strcmp(argv[3], "get") || !strncmp(argv[3], "putdir", 6) ||
+				   !strcmp(argv[3], "getdir") || !strcmp(argv[3], "put"))) {
+		printf("the node's PMIx agent (%s) ended before '%s'\n", argv[2], argv[3]);
 		return 1;
 	}
 	if (!strcmp(argv[3], "abort"))

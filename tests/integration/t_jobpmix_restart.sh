@@ -8,6 +8,10 @@
 # files), and each node's agent returns only once its restored process
 # ended: when mpirun returns, both counters reached their end, every tick
 # checked by the program.
+# Then the verbs id exchange's carrier: each node's agent sends the files
+# of its node-local rendezvous directory that a round names (putdir) in
+# ONE fence and writes every other node's into its own (getdir): exactly
+# those files, byte for byte, not the marks or the other round's.
 . "$(dirname "$0")/lib.sh"
 JOB=$TOP/tools/ibcr-job
 [ -x "$B/ibcr-pmix" ] || fail "$B/ibcr-pmix is not built (libpmix-dev: tools/deps.sh check)"
@@ -56,4 +60,44 @@ for r in 0 1; do
 done
 [ "$rc" = 0 ] || fail "mpirun: status $rc: $(cat "$T/mpirun.out" "$T"/node.*.out)"
 grep -q FAIL "$T/c0.out" "$T/c1.out" && fail "a restored process found its state wrong"
+
+# the files of a round, through one fence
+cat >"$T/dir.sh" <<EOF
+#!/usr/bin/env bash
+r=\$PMIX_RANK d=$T/rdv.\$PMIX_RANK s=$T/dsock.\$PMIX_RANK
+mkdir -p "\$d"
+printf 'ibcr-verbs-rendezvous 1\nqp %s 7\nend\n' "\$r" >"\$d/rc-from-\$r"
+head -c 3000 /dev/urandom | base64 >"\$d/rc-big-\$r"
+: >"\$d/mark-rc-\$r"
+echo other >"\$d/ready-from-\$r"
+echo tmp >"\$d/.tmp.rc-x-\$r"
+IBCR_PMIX_STATS=$T/dir.stats.\$r "$B/ibcr-pmix" serve "\$s" >"$T/dir.serve.\$r.out" 2>&1 &
+while [ ! -S "\$s" ]; do
+	kill -0 \$! 2>/dev/null || { echo "no agent: \$(cat "$T/dir.serve.\$r.out")"; exit 1; }
+	sleep 0.05
+done
+{ "$B/ibcr-pmix" -s "\$s" putdir verbs-rc "\$d" rc- && "$B/ibcr-pmix" -s "\$s" verbs-rc &&
+	"$B/ibcr-pmix" -s "\$s" getdir verbs-rc "\$d" && "$B/ibcr-pmix" -s "\$s" end; } \
+	>"$T/dir.\$r.out" 2>&1
+echo \$? >"$T/dir.rc.\$r"
+wait
+EOF
+chmod +x "$T/dir.sh"
+timeout 200 mpirun --allow-run-as-root --oversubscribe -np 2 --mca btl self \
+	"$T/dir.sh" >"$T/mpirun.dir.out" 2>&1 || true
+for r in 0 1; do
+	o=$((1 - r))
+	[ "$(cat "$T/dir.rc.$r" 2>/dev/null)" = 0 ] ||
+		fail "node $r's exchange of files: $(cat "$T/dir.$r.out" "$T/mpirun.dir.out")"
+	for f in rc-from-$o rc-big-$o; do
+		cmp -s "$T/rdv.$o/$f" "$T/rdv.$r/$f" || fail "node $r did not get node $o's $f as it was"
+	done
+	for f in mark-rc-$o ready-from-$o .tmp.rc-x-$o; do
+		[ ! -e "$T/rdv.$r/$f" ] || fail "node $r got node $o's $f, which the round does not name"
+	done
+	[ "$(sed -n 's/^fences //p' "$T/dir.stats.$r")" = 1 ] ||
+		fail "node $r: $(tr '\n' ' ' <"$T/dir.stats.$r"), want 1 fence for the files"
+	grep -qx 'files sent 2 received 2' "$T/dir.stats.$r" ||
+		fail "node $r: $(tr '\n' ' ' <"$T/dir.stats.$r"), want 2 files sent and 2 received"
+done
 exit 0
