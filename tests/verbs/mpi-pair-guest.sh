@@ -239,6 +239,8 @@ pmix_fences() {
 		[[ $(sed -n 's/^fences //p' "$f") == "$3" ]] ||
 			abort "node $i's $2: $(tr '\n' ' ' <"$f"), want $3 fences"
 		echo "info: $2 node $i: $(tr '\n' ' ' <"$f")"
+		[[ -f $1/saver.$i.log ]] &&
+			echo "info: $2 node $i: $(grep -h 'ibcr-stats' "$1/saver.$i.log")"
 		[[ $3 == 2 ]] && continue
 		grep -Eq '^files sent [1-9][0-9]* received [1-9]' "$f" ||
 			abort "node $i's $2: no verbs files went through PMIx: $(tr '\n' ' ' <"$f")"
@@ -313,6 +315,7 @@ slurm() {
 	grep -q ANSWER "$M/mpi.out" && abort "the job ended before the second checkpoint"
 	wait $lp
 	echo "info: $((SECONDS - t0)) s: the restart returned: $(tail -n 2 "$M/restart1.out" | tr '\n' '|')"
+	echo "info: restart: $(grep -h 'ibcr-stats' "$M/restart1.out" | tr '\n' '|')"
 	! pgrep -x mpirun >/dev/null || abort "mpirun runs on after the second checkpoint --kill"
 	mark ckpted
 	echo "PASS mpipair_slurm_$ME ($((SECONDS - t0)) s)"
@@ -341,6 +344,7 @@ slurmrestart() {
 	out=$(timeout 900 "$B/ibcr-job" restart -D "$M/swapped" --jobid "$J" 2>&1) ||
 		abort "ibcr-job restart: status $?: $(tail -n 5 <<<"$out")"
 	pmix_fences "$(attempt "$M/swapped")" restart 4
+	echo "info: restart: $(grep -h 'ibcr-stats' <<<"$out" | tr '\n' '|')"
 	mark restarted
 	echo "PASS mpipair_slurmrestart_$ME (job $J, images swapped, $((SECONDS - t0)) s)"
 }
