@@ -234,7 +234,8 @@ pmix_fences() {
 	local i f k
 	for i in 0 1; do
 		f=$1/pmix-stats.$i
-		for ((k = 0; k < 600 && ! -f $f; k++)); do sleep 0.1; done	# at the agent's end
+		k=0	# written at the agent's end
+		while [[ ! -f $f ]] && ((k++ < 600)); do sleep 0.1; done
 		[[ -f $f ]] || abort "the $2 did not use PMIx on node $i (no $f)"
 		[[ $(sed -n 's/^fences //p' "$f") == "$3" ]] ||
 			abort "node $i's $2: $(tr '\n' ' ' <"$f"), want $3 fences"
@@ -248,6 +249,12 @@ pmix_fences() {
 	! compgen -G "$1/verbs/*-*" >/dev/null ||
 		abort "the $2's verbs rendezvous met in the shared directory: $(ls "$1/verbs" | head -3)"
 	echo "info: $2 with PMIx: $3 fences per node"
+	[[ $3 == 2 ]] && return 0
+	for i in /tmp/ibcr-pmix.r.*.verbs; do	# this node's, and what came
+		[[ -d $i ]] && echo "info: $2: verbs files in $i: $(find "$i" -type f -name '[a-z]*' ! -name 'mark-*' |
+			wc -l), $(find "$i" -type f -name '[a-z]*' ! -name 'mark-*' -exec cat {} + | wc -c) bytes"
+	done
+	return 0
 }
 
 # The last restart attempt directory of DIR.
