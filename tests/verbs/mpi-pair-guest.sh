@@ -329,7 +329,7 @@ slurm() {
 }
 
 slurmrestart() {
-	local out i
+	local out i j
 	setup
 	slurm_job
 	M=$RW/slurm
@@ -337,19 +337,23 @@ slurmrestart() {
 	slurm_cluster
 	if [[ $ME == B ]]; then	# mpirun is here now: its output is this guest's
 		wait_mark restarted 900
-		check_answer
+		[[ ${IBCR_PAIR_SWAP:-1} == 0 ]] || check_answer
 		echo "PASS mpipair_slurmrestart_$ME (mpirun from the other guest, $((SECONDS - t0)) s)"
 		return
 	fi
 	# each image on the other guest: node 0 restarts node 1's image
 	# (with node 1's old address), node 1 node 0's
+	# (IBCR_PAIR_SWAP=0: each on its own node)
 	mkdir -p "$M/swapped"
 	for i in 0 1; do
-		mv -f "$M/ckpt2/img.$i" "$M/swapped/img.$((1 - i))" &&
-			cp "$M/ckpt2/node.$i" "$M/swapped/node.$((1 - i))" || abort "no swapped images"
+		j=$((1 - i))
+		[[ ${IBCR_PAIR_SWAP:-1} == 0 ]] && j=$i
+		mv -f "$M/ckpt2/img.$i" "$M/swapped/img.$j" &&
+			cp "$M/ckpt2/node.$i" "$M/swapped/node.$j" || abort "no swapped images"
 	done
 	out=$(timeout 900 "$B/ibcr-job" restart -D "$M/swapped" --jobid "$J" 2>&1) ||
 		abort "ibcr-job restart: status $?: $(tail -n 5 <<<"$out")"
+	[[ ${IBCR_PAIR_SWAP:-1} == 0 ]] && check_answer
 	pmix_fences "$(attempt "$M/swapped")" restart 4
 	echo "info: restart: $(grep -h 'ibcr-stats' <<<"$out" | tr '\n' '|')"
 	mark restarted
