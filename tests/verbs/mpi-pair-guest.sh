@@ -338,7 +338,7 @@ slurmrestart() {
 	if [[ $ME == B ]]; then	# mpirun is here now: its output is this guest's
 		wait_mark restarted 900
 		[[ ${IBCR_PAIR_SWAP:-1} == 0 ]] || check_answer
-		echo "PASS mpipair_slurmrestart_$ME (mpirun from the other guest, $((SECONDS - t0)) s)"
+		echo "PASS mpipair_slurmrestart_$ME (swap ${IBCR_PAIR_SWAP:-1}, $((SECONDS - t0)) s)"
 		return
 	fi
 	# each image on the other guest: node 0 restarts node 1's image
@@ -357,7 +357,7 @@ slurmrestart() {
 	pmix_fences "$(attempt "$M/swapped")" restart 4
 	echo "info: restart: $(grep -h 'ibcr-stats' <<<"$out" | tr '\n' '|')"
 	mark restarted
-	echo "PASS mpipair_slurmrestart_$ME (job $J, images swapped, $((SECONDS - t0)) s)"
+	echo "PASS mpipair_slurmrestart_$ME (job $J, swap ${IBCR_PAIR_SWAP:-1}, $((SECONDS - t0)) s)"
 }
 
 case $PHASE in
