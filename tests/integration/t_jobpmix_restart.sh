@@ -43,7 +43,7 @@ done
 
 cat >"$T/node.sh" <<EOF
 #!/usr/bin/env bash
-export SLURM_NODEID=\$PMIX_RANK SLURM_NNODES=2
+export SLURM_NODEID=\$PMIX_RANK SLURM_NNODES=2 TMPDIR=$T	# the agents' files here
 exec "$JOB" node-restart -D "$D" -a "$T/attempt" >"$T/node.\$PMIX_RANK.out" 2>&1
 EOF
 chmod +x "$T/node.sh"
