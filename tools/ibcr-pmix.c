@@ -13,6 +13,12 @@
  *                                      next barrier fails with MESSAGE
  *   ibcr-pmix -s SOCK put KEY VALUE    given to every peer at the next barrier
  *   ibcr-pmix -s SOCK get KEY          after it: "RANK VALUE" per node
+ *   ibcr-pmix -s SOCK putdir KEY DIR PREFIX,...  the files of DIR whose
+ *                                      names begin so, now, as one value
+ *   ibcr-pmix -s SOCK getdir KEY DIR   after the barrier: every other
+ *                                      node's files of KEY into DIR
+ *   ibcr-pmix -s SOCK last [PHASE]     the server ends after PHASE instead
+ *                                      (none: only at `end`)
  *   ibcr-pmix -s SOCK end              the server ends
  *
  * A barrier or an abort is one PMIx_Fence with data collection, carrying
@@ -21,7 +27,9 @@
  * keys. The server ends after the last PHASE named at its start, after a
  * barrier that saw an abort, or on `end`; SOCK.done then holds the last
  * answer, for the calls that come after (a saver's abort once its peers
- * are gone). IBCR_PMIX_STATS=FILE: "fences N" is written there at the end.
+ * are gone). IBCR_PMIX_STATS=FILE: "fences N" is written there at the end,
+ * "fence PHASE MS ms" for each (the wait for the slowest node included),
+ * and "files sent S received R" when files went through (putdir, getdir).
  */
 #include <errno.h>
 #include <poll.h>
@@ -29,11 +37,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <pmix.h>
+
+#include "pmix_bundle.h"
 
 #define REQ_MAX 4096
 #define ANSWER_MAX 8192
@@ -50,7 +61,20 @@ struct engine {
 	char puts[PUTS_MAX][REQ_MAX];	/* "KEY VALUE", for the next fence */
 	int nputs;
 	char phases[REQ_MAX];	/* ",sends,written,": the server ends after the last */
+	char *bundle;		/* putdir's files, for the next fence */
+	char bundle_key[256];
+	int used_files;
+	unsigned sent, received;	/* files, for the stats */
+	char timed[16][80];	/* "PHASE MS" of the first fences, for the stats */
 };
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
 
 static int job_size(struct engine *g)
 {
@@ -121,6 +145,7 @@ static int fence(struct engine *g, const char *phase, char *why, size_t n)
 	int timeout = t ? atoi(t) : 120;
 	uint32_t r;
 	int i, err = 0;
+	double t0 = now_ms();
 
 	g->seq++;
 	key_of(key, sizeof(key), g->seq, "status");
@@ -135,6 +160,12 @@ static int fence(struct engine *g, const char *phase, char *why, size_t n)
 		}
 	}
 	g->nputs = 0;
+	if (g->bundle) {
+		key_of(key, sizeof(key), g->seq, g->bundle_key);
+		err |= put_str(key, g->bundle);
+		free(g->bundle);
+		g->bundle = NULL;
+	}
 	if (g->abort_msg[0])
 		g->told = 1;
 	rc = err ? PMIX_ERROR : PMIx_Commit();
@@ -145,6 +176,9 @@ static int fence(struct engine *g, const char *phase, char *why, size_t n)
 		PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
 		rc = PMIx_Fence(NULL, 0, info, 2);
 	}
+	if (g->seq <= 16)
+		snprintf(g->timed[g->seq - 1], sizeof(g->timed[0]), "%.60s %.1f", phase,
+			 now_ms() - t0);
 	if (rc != PMIX_SUCCESS) {
 		snprintf(why, n, "the PMIx fence of '%s' failed: %s", phase, PMIx_Error_string(rc));
 		g->seen_abort = 1;
@@ -193,6 +227,62 @@ static void get_all(struct engine *g, const char *name, char *out, size_t n)
 	}
 }
 
+/* putdir KEY DIR PREFIXES: the files, read now, go out at the next fence. */
+static void put_dir(struct engine *g, char *arg, char *ans, size_t n)
+{
+	char key[256], dir[REQ_MAX], prefixes[REQ_MAX], why[1024];
+	unsigned nf;
+
+	if (sscanf(arg, "%255s %4095s %4095s", key, dir, prefixes) != 3) {
+		snprintf(ans, n, "1 putdir: KEY DIR PREFIX,... wanted");
+		return;
+	}
+	free(g->bundle);
+	g->bundle = bundle_dir(dir, prefixes, &nf, why, sizeof(why));
+	if (!g->bundle) {
+		snprintf(ans, n, "1 %s", why);
+		return;
+	}
+	snprintf(g->bundle_key, sizeof(g->bundle_key), "%s", key);
+	g->sent += nf;
+	g->used_files = 1;
+	snprintf(ans, n, "0 %u files", nf);
+}
+
+/* getdir KEY DIR: every other node's files of the last fence into DIR. */
+static void get_dir(struct engine *g, char *arg, char *ans, size_t n)
+{
+	char key[512], name[256], dir[REQ_MAX], why[1024];
+	unsigned nf = 0;
+	uint32_t r;
+
+	if (sscanf(arg, "%255s %4095s", name, dir) != 2) {
+		snprintf(ans, n, "1 getdir: KEY DIR wanted");
+		return;
+	}
+	key_of(key, sizeof(key), g->seq, name);
+	for (r = 0; r < g->size; r++) {
+		char *s = r == g->me.rank ? NULL : get_str(g, r, key);
+		int bad;
+
+		if (!s && r != g->me.rank) {
+			snprintf(ans, n, "1 node %u gave no files under '%s'", r, name);
+			return;
+		}
+		if (!s)
+			continue;
+		bad = unbundle(s, dir, &nf, why, sizeof(why));
+		free(s);
+		if (bad) {
+			snprintf(ans, n, "1 node %u: %s", r, why);
+			return;
+		}
+	}
+	g->received += nf;
+	g->used_files = 1;
+	snprintf(ans, n, "0 %u files", nf);
+}
+
 /* Answers one request: "0 TEXT" (done), "1 TEXT" (failed). Sets *end. */
 static void handle(struct engine *g, char *req, char *ans, size_t n, int *end)
 {
@@ -212,6 +302,15 @@ static void handle(struct engine *g, char *req, char *ans, size_t n, int *end)
 	} else if (!strcmp(req, "get") && arg) {
 		snprintf(ans, n, "0 ");
 		get_all(g, arg, ans + 2, n - 2);
+	} else if (!strcmp(req, "putdir") && arg) {
+		put_dir(g, arg, ans, n);
+	} else if (!strcmp(req, "getdir") && arg) {
+		get_dir(g, arg, ans, n);
+	} else if (!strcmp(req, "last")) {
+		g->phases[0] = 0;
+		if (arg && *arg)
+			snprintf(g->phases, sizeof(g->phases), ",%.*s,", REQ_MAX - 8, arg);
+		snprintf(ans, n, "0 ");
 	} else if (!strcmp(req, "end")) {
 		*end = 1;
 		snprintf(ans, n, "0 ");
@@ -383,6 +482,11 @@ static int serve(const char *sock, const char *phases, pid_t watch)
 
 		if (f) {
 			bad |= fprintf(f, "fences %u\n", g.seq) < 0;
+			for (unsigned k = 0; k < g.seq && k < 16; k++)
+				bad |= fprintf(f, "fence %s ms\n", g.timed[k]) < 0;
+			if (g.used_files)
+				bad |= fprintf(f, "files sent %u received %u\n", g.sent,
+					       g.received) < 0;
 			bad |= fclose(f) != 0;
 		}
 		if (bad)
@@ -392,7 +496,7 @@ static int serve(const char *sock, const char *phases, pid_t watch)
 	return r ? 1 : 0;
 }
 
-/* The server's answer, or SOCK.done's once it is gone. */
+/* The server's answer (0), or SOCK.done's once it is gone (1). */
 static int ask(const char *sock, const char *req, char *ans, size_t n)
 {
 	struct sockaddr_un a;
@@ -419,7 +523,7 @@ static int ask(const char *sock, const char *req, char *ans, size_t n)
 		got = fread(ans, 1, n - 1, f);
 		ans[got] = 0;
 		fclose(f);
-		return 0;
+		return 1;
 	}
 	write_all(c, req, strlen(req));
 	shutdown(c, SHUT_WR);
@@ -437,7 +541,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: ibcr-pmix serve SOCK [PHASE,... [PID]]\n"
 			"       ibcr-pmix -s SOCK PHASE | abort MESSAGE | put KEY VALUE | "
-			"get KEY | end\n");
+			"get KEY | putdir KEY DIR PREFIX,... | getdir KEY DIR | last [PHASE] | end\n");
 	return 2;
 }
 
@@ -445,7 +549,7 @@ int main(int argc, char **argv)
 {
 	char req[REQ_MAX], ans[ANSWER_MAX];
 	size_t len = 0;
-	int i;
+	int i, r;
 
 	if (argc >= 3 && !strcmp(argv[1], "serve"))
 		return serve(argv[2], argc > 3 && *argv[3] ? argv[3] : NULL,
@@ -462,8 +566,15 @@ int main(int argc, char **argv)
 		}
 		len += (size_t)w;
 	}
-	if (ask(argv[2], req, ans, sizeof(ans))) {
+	r = ask(argv[2], req, ans, sizeof(ans));
+	if (r < 0) {
 		printf("cannot reach the node's PMIx agent at %s: %s\n", argv[2], strerror(errno));
+		return 1;
+	}
+	/* a value or files wanted from a fence that cannot come any more */
+	if (r && ans[0] == '0' && (!strcmp(argv[3], "get") || !strncmp(argv[3], "putdir", 6) ||
+				   !strcmp(argv[3], "getdir") || !strcmp(argv[3], "put"))) {
+		printf("the node's PMIx agent (%s) ended before '%s'\n", argv[2], argv[3]);
 		return 1;
 	}
 	if (!strcmp(argv[3], "abort"))

@@ -73,8 +73,8 @@ tidy_set=(lib/*.c freestanding/rt/*.c freestanding/core/*.c freestanding/arch/"$
 	tools/ckpt-info.c tools/info_json.c tools/ckpt-oci.c)
 # ibcr-pmix: built only with libpmix-dev (verbs/verbs.mk)
 PMIX_CFLAGS=$(pkg-config --cflags pmix 2>/dev/null) && {
-	cpp_set+=(tools/ibcr-pmix.c)
-	tidy_set+=(tools/ibcr-pmix.c)
+	cpp_set+=(tools/ibcr-pmix.c tools/pmix_bundle.c)
+	tidy_set+=(tools/ibcr-pmix.c tools/pmix_bundle.c)
 }
 if [ ${#only[@]} -gt 0 ]; then
 	cpp_set=("${only[@]}")

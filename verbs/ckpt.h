@@ -52,6 +52,7 @@ enum rdv_round {
 HIDDEN void rdv_prepare(void);			/* the directory exists */
 HIDDEN void rdv_forget_peers(void);		/* S.lock held */
 HIDDEN void rdv_publish(enum rdv_round round);	/* S.lock held */
+HIDDEN void rdv_mark(enum rdv_round round);	/* after rdv_publish */
 HIDDEN void rdv_await(enum rdv_round round, uint64_t deadline);	/* S.lock not held */
 HIDDEN int read_pub(const char *name, char **out);
 HIDDEN void ingest(const char *text);		/* S.lock held */

@@ -370,6 +370,7 @@ void rebuild(void)
 
 	rdv_forget_peers();
 	rdv_publish(RDV_RC);
+	rdv_mark(RDV_RC);
 	pthread_mutex_unlock(&S.lock);
 	rdv_await(RDV_RC, deadline);
 	pthread_mutex_lock(&S.lock);
@@ -379,6 +380,7 @@ void rebuild(void)
 	S.translating = 1;
 
 	rdv_publish(RDV_READY);
+	rdv_mark(RDV_READY);
 	pthread_mutex_unlock(&S.lock);
 	rdv_await(RDV_READY, deadline);
 	pthread_mutex_lock(&S.lock);

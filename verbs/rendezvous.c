@@ -426,6 +426,24 @@ void rdv_publish(enum rdv_round round)
 	}
 }
 
+/*
+ * This process published its round (mark-ROUND-PID), when the node's agent
+ * forwards the directory's files to the other nodes (it made .forward):
+ * it counts the marks, then carries the round's files in one exchange.
+ */
+void rdv_mark(enum rdv_round round)
+{
+	char path[1024], name[64];
+
+	snprintf(path, sizeof path, "%s/.forward", rdv_dir());
+	if (access(path, F_OK))
+		return;
+	snprintf(name, sizeof name, "mark-%s-%d", round == RDV_RC ? "rc" : "ready",
+		 (int)getpid());
+	if (publish(name, "", 0))
+		fatal(errno, "restart: cannot write %s/%s: %s", rdv_dir(), name, strerror(errno));
+}
+
 /* Every connected QP's peer's publication of the round, consumed. */
 void rdv_await(enum rdv_round round, uint64_t deadline)
 {

@@ -57,8 +57,8 @@ verbs-bench: $(VERBS_ALL)
 # build package: pkg-config runs in the recipe, after tools/deps.sh)
 ifeq ($(ARCH),x86_64)
 all: $(B)/ibcr-pmix
-$(B)/ibcr-pmix: tools/ibcr-pmix.c | deps-build
+$(B)/ibcr-pmix: tools/ibcr-pmix.c tools/pmix_bundle.c tools/pmix_bundle.h | deps-build
 	@mkdir -p $(dir $@)
-	$(CC) $(OPT) $(WARN) -D_GNU_SOURCE $(INC_tools) $$(pkg-config --cflags pmix) -o $@ $< \
-		$$(pkg-config --libs pmix)
+	$(CC) $(OPT) $(WARN) -D_GNU_SOURCE $(INC_tools) $$(pkg-config --cflags pmix) -o $@ \
+		tools/ibcr-pmix.c tools/pmix_bundle.c $$(pkg-config --libs pmix)
 endif

@@ -21,9 +21,14 @@
 #          (slurm-up.sh); the same job as a step of an allocation; `ibcr-job
 #          checkpoint JOBID -D DIR --kill` with node 1's image path blocked
 #          fails and the job runs on (the files engine); then it succeeds
-#          (the PMIx engine, 2 fences per node; files in RWDIR/slurm)
-#   slurmrestart  (second boot) a new Slurm cluster and allocation:
-#          `ibcr-job restart -D DIR --jobid JOBID2` (PMIx, 2 fences per
+#          (the PMIx engine, 2 fences per node; files in RWDIR/slurm);
+#          `ibcr-job restart` in the same allocation (PMIx by default: the
+#          addresses, 'sockets' and the verbs id exchange's two rounds, 4
+#          fences per node, the verbs files through them), which does not
+#          return while the job runs; the restarted job checkpointed again
+#   slurmrestart  (second boot) a new Slurm cluster and allocation: the
+#          second checkpoint's images swapped (each on the other guest),
+#          `ibcr-job restart -D DIR --jobid JOBID2` (PMIx, 4 fences per
 #          node): the right answer
 #
 # Prints "PASS mpipair_PHASE_NAME (N s)" or "FAIL mpipair_PHASE_NAME: why".
@@ -220,17 +225,40 @@ slurm_cluster() {
 # step takes seconds to start in a slow guest), whatever the load.
 slurm_job() { STEPS=1500 MS=60; }
 
-# DIR WHAT: each node's agent made 2 PMIx fences (a checkpoint: sends,
-# written; a restart: the address exchange, sockets), whatever the keys.
+# DIR WHAT N: each node's agent made N PMIx fences (a checkpoint: sends,
+# written; a restart: the address exchange, sockets, and the two rounds of
+# the verbs id exchange), whatever the keys; a restart's verbs files went
+# through them (none met in the shared directory). The fences' times are
+# printed (docs/benchmarks.md).
 pmix_fences() {
-	local i f
+	local i f k
 	for i in 0 1; do
 		f=$1/pmix-stats.$i
+		k=0	# written at the agent's end
+		while [[ ! -f $f ]] && ((k++ < 600)); do sleep 0.1; done
 		[[ -f $f ]] || abort "the $2 did not use PMIx on node $i (no $f)"
-		[[ $(cat "$f") == "fences 2" ]] || abort "node $i's $2: $(cat "$f"), want 2 fences"
+		[[ $(sed -n 's/^fences //p' "$f") == "$3" ]] ||
+			abort "node $i's $2: $(tr '\n' ' ' <"$f"), want $3 fences"
+		echo "info: $2 node $i: $(tr '\n' ' ' <"$f")"
+		[[ -f $1/saver.$i.log ]] &&
+			echo "info: $2 node $i: $(grep -h 'ibcr-stats' "$1/saver.$i.log")"
+		[[ $3 == 2 ]] && continue
+		grep -Eq '^files sent [1-9][0-9]* received [1-9]' "$f" ||
+			abort "node $i's $2: no verbs files went through PMIx: $(tr '\n' ' ' <"$f")"
 	done
-	echo "info: $2 with PMIx: 2 fences per node"
+	! compgen -G "$1/verbs/*-*" >/dev/null ||
+		abort "the $2's verbs rendezvous met in the shared directory: $(ls "$1/verbs" | head -3)"
+	echo "info: $2 with PMIx: $3 fences per node"
+	[[ $3 == 2 ]] && return 0
+	for i in /tmp/ibcr-pmix.r.*.verbs; do	# this node's, and what came
+		[[ -d $i ]] && echo "info: $2: verbs files in $i: $(find "$i" -type f -name '[a-z]*' ! -name 'mark-*' |
+			wc -l), $(find "$i" -type f -name '[a-z]*' ! -name 'mark-*' -exec cat {} + | wc -c) bytes"
+	done
+	return 0
 }
+
+# The last restart attempt directory of DIR.
+attempt() { ls -d "$1"/restart.* | tail -n 1; }
 
 slurm() {
 	local lp n rc=0 out
@@ -273,35 +301,63 @@ slurm() {
 	out=$(IBCR_JOB_ENGINE=pmix "$B/ibcr-job" checkpoint "$J" -D "$M/ckpt" --kill 2>&1) ||
 		abort "ibcr-job checkpoint: $out"
 	echo "info: $out"
-	pmix_fences "$M/ckpt" checkpoint
+	pmix_fences "$M/ckpt" checkpoint 2
 	wait $lp
 	grep -q ANSWER "$M/mpi.out" && abort "the job ended before the checkpoint"
 	! pgrep -x mpirun >/dev/null || abort "mpirun runs on after ibcr-job checkpoint --kill"
+	# the restart in the same allocation, PMIx by default; it must not
+	# return while the job runs: checkpointed again (--kill), it returns
+	n=$(ticks)
+	echo "info: $((SECONDS - t0)) s: ibcr-job restart -D ckpt --jobid $J (default engine)"
+	"$B/ibcr-job" restart -D "$M/ckpt" --jobid "$J" >"$M/restart1.out" 2>&1 &
+	lp=$!
+	wait_tick $((n + 2))
+	kill -0 $lp 2>/dev/null || abort "ibcr-job restart returned while the job ran: $(cat "$M/restart1.out")"
+	pmix_fences "$(attempt "$M/ckpt")" restart 4
+	echo "info: $((SECONDS - t0)) s: ibcr-job checkpoint $J -D ckpt2 of the restarted job"
+	out=$("$B/ibcr-job" checkpoint "$J" -D "$M/ckpt2" --kill 2>&1) ||
+		abort "ibcr-job checkpoint of the restarted job: $out"
+	echo "info: $out"
+	pmix_fences "$M/ckpt2" checkpoint 2
+	grep -q ANSWER "$M/mpi.out" && abort "the job ended before the second checkpoint"
+	wait $lp
+	echo "info: $((SECONDS - t0)) s: the restart returned: $(tail -n 2 "$M/restart1.out" | tr '\n' '|')"
+	echo "info: restart: $(grep -h 'ibcr-stats' "$M/restart1.out" | tr '\n' '|')"
+	! pgrep -x mpirun >/dev/null || abort "mpirun runs on after the second checkpoint --kill"
 	mark ckpted
 	echo "PASS mpipair_slurm_$ME ($((SECONDS - t0)) s)"
 }
 
 slurmrestart() {
-	local out
+	local out i j
 	setup
 	slurm_job
 	M=$RW/slurm
-	[[ -f $M/ckpt/img.0 && -f $M/ckpt/img.1 ]] || fail "no images from the first boot"
+	[[ -f $M/ckpt2/img.0 && -f $M/ckpt2/img.1 ]] || fail "no second images from the first boot"
 	slurm_cluster
-	if [[ $ME == B ]]; then
+	if [[ $ME == B ]]; then	# mpirun is here now: its output is this guest's
 		wait_mark restarted 900
-		echo "PASS mpipair_slurmrestart_$ME ($((SECONDS - t0)) s)"
+		[[ ${IBCR_PAIR_SWAP:-1} == 0 ]] || check_answer
+		echo "PASS mpipair_slurmrestart_$ME (swap ${IBCR_PAIR_SWAP:-1}, $((SECONDS - t0)) s)"
 		return
 	fi
-	# the default engine of a restart: files (a PMIx restart returned
-	# while the job still ran: docs/verbs.md, Limits)
-	out=$(timeout 900 "$B/ibcr-job" restart -D "$M/ckpt" --jobid "$J" 2>&1) ||
+	# each image on the other guest: node 0 restarts node 1's image
+	# (with node 1's old address), node 1 node 0's
+	# (IBCR_PAIR_SWAP=0: each on its own node)
+	mkdir -p "$M/swapped"
+	for i in 0 1; do
+		j=$((1 - i))
+		[[ ${IBCR_PAIR_SWAP:-1} == 0 ]] && j=$i
+		mv -f "$M/ckpt2/img.$i" "$M/swapped/img.$j" &&
+			cp "$M/ckpt2/node.$i" "$M/swapped/node.$j" || abort "no swapped images"
+	done
+	out=$(timeout 900 "$B/ibcr-job" restart -D "$M/swapped" --jobid "$J" 2>&1) ||
 		abort "ibcr-job restart: status $?: $(tail -n 5 <<<"$out")"
-	check_answer
-	! compgen -G "$(ls -d "$M"/ckpt/restart.* | tail -n 1)/pmix-stats.*" >/dev/null ||
-		abort "ibcr-job restart used PMIx by default"
+	[[ ${IBCR_PAIR_SWAP:-1} == 0 ]] && check_answer
+	pmix_fences "$(attempt "$M/swapped")" restart 4
+	echo "info: restart: $(grep -h 'ibcr-stats' <<<"$out" | tr '\n' '|')"
 	mark restarted
-	echo "PASS mpipair_slurmrestart_$ME (job $J, $((SECONDS - t0)) s)"
+	echo "PASS mpipair_slurmrestart_$ME (job $J, swap ${IBCR_PAIR_SWAP:-1}, $((SECONDS - t0)) s)"
 }
 
 case $PHASE in
