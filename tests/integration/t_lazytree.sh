@@ -5,8 +5,10 @@
 # each process's fill slowed by IBCR_LAZY_SLOW_MS so that it still runs
 # when they check every byte themselves; child 1 forks a grandchild
 # during its fill (held until that fill ends: it reads what was still to
-# come), child 2 execs during its own. The shared region is filled before
-# they run, and the loader says so (-v names it). A live checkpoint of
+# come), child 2 execs during its own, child 3 runs /bin/true by vfork
+# and exec (a traced process execs while its parent waits for it). The
+# shared region is filled before they run, and the loader says so (-v
+# names it). A live checkpoint of
 # the restored tree once the fills are over restores again; a damaged
 # page found during the fill kills every process of the tree, naming the
 # region and the pid.
@@ -49,15 +51,15 @@ kill -USR1 "${pids[@]}"
 for c in 0 1 3; do wait_line "$T/prog.out" "^CHECK OK idx $c "; done
 wait_line "$T/prog.out" '^GRAND OK '
 wait_line "$T/prog.out" "^exec tick 3 pid ${pids[2]}\$"
-grep -q FAIL "$T/prog.out" && fail "lazy: $(grep FAIL "$T/prog.out")"
+grep -q FAIL "$T/prog.out" && fail "lazy: $(grep -a FAIL "$T/prog.out")"
 grep -q 'no lazy restore' "$T/loader.err" && fail "lazy: not lazy: $(cat "$T/loader.err")"
 # every process checked (and the grandchild forked) while its fill ran
 for c in 0 1 2 3; do
-	grep -q "^CHECK OK idx $c traced 1$" "$T/prog.out" ||
-		fail "idx $c did not check during its fill: $(grep "CHECK OK idx $c" "$T/prog.out")"
+	grep -aq "^CHECK OK idx $c traced 1$" "$T/prog.out" ||
+		fail "idx $c did not check during its fill: $(grep -a "CHECK OK idx $c" "$T/prog.out")"
 done
 grep -q '^GRAND OK traced 1$' "$T/prog.out" ||
-	fail "the grandchild was not forked during the fill: $(grep GRAND "$T/prog.out")"
+	fail "the grandchild was not forked during the fill: $(grep -a GRAND "$T/prog.out")"
 # the shared region: before the run, said so, and named with -v
 grep -q "^restart-loader: --lazy: image .*tree.ckpt holds 4 processes: [0-9]* of their regions (.*), shared copy-on-write between them, are filled before they run" \
 	"$T/loader.err" || fail "the eager shared regions are not said: $(cat "$T/loader.err")"
@@ -81,7 +83,7 @@ for c in 0 1 3; do
 	n=$(sed -n "s/^tick \([0-9]*\) idx $c .*/\1/p" "$T/prog.out" | tail -n 1)
 	wait_line "$T/prog.out" "^tick $((n + 2)) idx $c pid ${pids[$c]}\$"
 done
-grep -q FAIL "$T/prog.out" && fail "after the live checkpoint: $(grep FAIL "$T/prog.out")"
+grep -q FAIL "$T/prog.out" && fail "after the live checkpoint: $(grep -a FAIL "$T/prog.out")"
 kill_tree "$LPID"
 for p in "${pids[@]}"; do gone "$p" || fail "process $p of the tree runs on, killed"; done
 : >"$T/loader.err"
@@ -92,7 +94,7 @@ wait_line "$T/prog.out" "^exec tick [0-9]* pid ${pids[2]}\$"
 kill -USR1 "${pids[0]}" "${pids[1]}" "${pids[3]}"
 for c in 0 1 3; do wait_line "$T/prog.out" "^CHECK OK idx $c "; done
 wait_line "$T/prog.out" '^GRAND OK '
-grep -q FAIL "$T/prog.out" && fail "live image: $(grep FAIL "$T/prog.out")"
+grep -q FAIL "$T/prog.out" && fail "live image: $(grep -a FAIL "$T/prog.out")"
 kill_tree "$LPID"
 
 # 3. a damaged page of the parent's: the whole tree is killed
