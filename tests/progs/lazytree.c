@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lazyprog.h"
+
 #define SSZ (8ul << 20)
 #define RSZ (32ul << 20)
 #define PAGE_WORDS (4096 / 8)
@@ -68,20 +70,6 @@ static int check(const uint64_t *w, size_t words, int idx, int is_s, const char 
 		}
 	}
 	return 0;
-}
-
-static int traced(void)
-{
-	char line[256];
-	int pid = 0;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "TracerPid: %d", &pid) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return pid != 0;
 }
 
 /* Child 1's child: it forked before its parent read anything. */
@@ -169,17 +157,10 @@ static int run(int idx, uint64_t *s, const char *self)
 
 int main(int argc, char **argv)
 {
-	struct timespec ts = { 0, 20 * 1000000 };
 	uint64_t *s;
 
-	if (argc > 1 && !strcmp(argv[1], "exec")) {
-		for (int n = 0; n < 100000; n++) {
-			printf("exec tick %d pid %d\n", n, (int)getpid());
-			fflush(stdout);
-			nanosleep(&ts, NULL);
-		}
-		return 0;
-	}
+	if (argc > 1 && !strcmp(argv[1], "exec"))
+		return exec_ticks();
 	signal(SIGUSR1, on_usr1);
 	/* a guard page each side: R, mapped next to it later, stays a region apart */
 	s = mmap(NULL, SSZ + 8192, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
