@@ -8,8 +8,8 @@
 # come), child 2 execs during its own, child 3 runs /bin/true by vfork
 # and exec (a traced process execs while its parent waits for it). The
 # shared region is filled before they run, and the loader says so (-v
-# names it). A live checkpoint of
-# the restored tree once the fills are over restores again; a damaged
+# names it). A live checkpoint during the fills is refused (the loader
+# traces them), one once they are over restores again; a damaged
 # page found during the fill kills every process of the tree, naming the
 # region and the pid.
 . "$(dirname "$0")/lib.sh"
@@ -47,6 +47,12 @@ expect_pid "$root" "$RPID"
 # once every process is back (tick lines after the restore), signalled
 : >"$T/prog.out"
 for c in 0 1 2 3; do wait_line "$T/prog.out" "^tick [0-9]* idx $c pid ${pids[$c]}\$"; done
+# a live checkpoint during the fill is refused (the loader traces the
+# tree: the checks below say that it still did after this), harmlessly
+"$SAVER" --tree -o "$T/during.ckpt" "$RPID" 2>"$T/saver.err" &&
+	fail "a checkpoint during the fill was not refused"
+grep -q "pid [0-9]*: cannot attach: already traced by pid [0-9]* (restart-loader)" "$T/saver.err" ||
+	fail "the checkpoint during the fill: not said why: $(cat "$T/saver.err")"
 kill -USR1 "${pids[@]}"
 for c in 0 1 3; do wait_line "$T/prog.out" "^CHECK OK idx $c "; done
 wait_line "$T/prog.out" '^GRAND OK '
