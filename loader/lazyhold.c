@@ -297,7 +297,7 @@ void lazy_hold_all(struct job *j, uint32_t n)
 	struct sigaction sa = { .sa_handler = on_wake };
 	struct hold h = { 0 };
 
-	h.lz = xcalloc(n + 1, sizeof(*h.lz));
+	h.lz = xcalloc(n + 1, sizeof(*h.lz));	// NOLINT(bugprone-sizeof-expression): of pointers
 	h.ended = xcalloc(n + 1, 1);
 	sigaction(LAZY_WAKE_SIG, &sa, NULL);	/* no SA_RESTART: waitpid returns */
 	for (uint32_t k = 0; k < n; k++)
