@@ -225,10 +225,18 @@ static void *fill_main(void *arg)
 	close(lz->ufd);		/* the regions are plain memory from now on */
 	lz->ufd = -1;
 	lz->t_end = mono_ms();
-	__atomic_store_n(&lz->over, 1, __ATOMIC_RELEASE);
-	/* lazy_hold may be blocked in waitpid: tell it, until it has heard */
-	while (!__atomic_load_n(&lz->heard, __ATOMIC_ACQUIRE) && lz->holder) {
-		syscall(SYS_tgkill, getpid(), lz->holder, LAZY_WAKE_SIG);
+	/*
+	 * lazy_hold_all may be blocked in waitpid: tell it, until it has
+	 * heard. Not before it holds (holder 0: its handler may not be set
+	 * yet, and it looks at `over` before it waits; seq_cst both sides).
+	 */
+	__atomic_store_n(&lz->over, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&lz->heard, __ATOMIC_ACQUIRE)) {
+		pid_t holder = __atomic_load_n(&lz->holder, __ATOMIC_SEQ_CST);
+
+		if (!holder)
+			break;
+		syscall(SYS_tgkill, getpid(), holder, LAZY_WAKE_SIG);
 		usleep(2000);
 	}
 	return NULL;
@@ -246,7 +254,6 @@ static char start_fill(struct job *j, int32_t num)
 	lz->pid = j->ps.rec.pid;
 	lz->jobs = j->rs.jobs;
 	lz->njobs = j->rs.njobs;
-	lz->holder = (pid_t)syscall(SYS_gettid);
 	lz->slow_ms = slow ? atoi(slow) : 0;
 	lz->is_lazy = xcalloc(j->ps.nvmas + 1, 1);
 	for (uint32_t i = 0; i < j->ps.nvmas; i++)
@@ -290,7 +297,7 @@ int lazy_serve(struct job *j, const struct st_lazy *m, int verbose)
 
 int lazy_done(const struct lazy *lz)
 {
-	return !lz || __atomic_load_n(&lz->over, __ATOMIC_ACQUIRE);
+	return !lz || __atomic_load_n(&lz->over, __ATOMIC_SEQ_CST);
 }
 
 double lazy_fill_ms(const struct lazy *lz)

@@ -23,7 +23,7 @@ struct lazy {
 	const struct ibcr_process_state *ps;
 	const struct job *jobs;	/* the image's processes: a damaged chunk kills all */
 	uint32_t njobs;
-	pid_t child, holder;	/* holder: lazy_hold's thread */
+	pid_t child, holder;	/* holder: lazy_hold_all's thread, once it holds */
 	int pid;		/* the saved pid, for messages */
 	int img_fd, ufd, slow_ms, started, over, heard;
 	int go, resumed;	/* eventfd: the program runs (lazy_resumed) */

@@ -302,6 +302,9 @@ void lazy_hold_all(struct job *j, uint32_t n)
 	sigaction(LAZY_WAKE_SIG, &sa, NULL);	/* no SA_RESTART: waitpid returns */
 	for (uint32_t k = 0; k < n; k++)
 		if (j[k].lazy) {
+			/* from now on its end is signalled to us (lazy.c, fill_main) */
+			__atomic_store_n(&j[k].lazy->holder, (pid_t)syscall(SYS_gettid),
+					 __ATOMIC_SEQ_CST);
 			h.lz[h.nlz] = j[k].lazy;
 			trace_threads(&h, j[k].child, (int)h.nlz++);
 		}
