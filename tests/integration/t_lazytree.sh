@@ -11,7 +11,8 @@
 # names it). A live checkpoint during the fills is refused (the loader
 # traces them), one once they are over restores again; a damaged
 # page found during the fill kills every process of the tree, naming the
-# region and the pid.
+# region and the pid. As nobody (no CAP_SYS_PTRACE) the tree is filled
+# before it runs, and the loader says so for every process.
 . "$(dirname "$0")/lib.sh"
 
 # lazy_restart IMAGE: restart IMAGE --lazy --stats -v, slowed.
@@ -115,4 +116,34 @@ grep -q "^restart-loader: pid $root: image .*: region $region (.*).*corrupt (che
 for p in "${pids[@]}"; do
 	gone "$p" || fail "damaged page: process $p of the tree runs on"
 done
+
+# 4. as nobody (no CAP_SYS_PTRACE): every process is filled before it
+# runs, each says why, and the tree checks right
+if [ "$(cat /proc/sys/vm/unprivileged_userfaultfd)" = 0 ]; then
+	for_nobody
+	start "$T/prog.out" "$PROGS/runas" 65534 65534 "$PROGS/lazytree"
+	pid=$PID
+	for c in 0 1 2 3; do wait_line "$T/prog.out" "^tick 3 idx $c "; done
+	root=$(sed -n 's/^tick [0-9]* idx 0 pid \([0-9]*\)$/\1/p' "$T/prog.out" | tail -n 1)
+	checkpoint_as_nobody "$root" "$T/nobody.ckpt" --tree --kill
+	wait "$pid" 2>/dev/null || true
+	: >"$T/loader.err"
+	LOADER=$PROGS/runas LOADER_ARGS="65534 65534 $B/restart-loader --lazy --stats -v" \
+		LOADER_ERR=$T/loader.err restart "$T/nobody.ckpt"
+	: >"$T/prog.out"
+	for c in 0 1 2 3; do wait_line "$T/prog.out" "^tick [0-9]* idx $c pid "; done
+	now=()
+	for c in 0 1 2 3; do
+		now+=("$(grep -a "^tick [0-9]* idx $c pid " "$T/prog.out" | tail -n 1 | sed 's/.* pid //')")
+	done
+	kill -USR1 "${now[@]}"
+	for c in 0 1 3; do wait_line "$T/prog.out" "^CHECK OK idx $c traced 0$"; done
+	wait_line "$T/prog.out" '^GRAND OK traced 0$'
+	wait_line "$T/prog.out" "^exec tick 3 pid ${now[2]}\$"
+	grep -q FAIL "$T/prog.out" && fail "nobody: $(grep -a FAIL "$T/prog.out")"
+	[ "$(grep -c 'no lazy restore (Operation not permitted)' "$T/loader.err")" = 4 ] ||
+		fail "nobody: not said for every process: $(cat "$T/loader.err")"
+	grep -q '^ibcr-stats: lazy_fill_ms=' "$T/loader.err" && fail "nobody: a lazy fill ran"
+	kill_tree "$LPID"
+fi
 echo "ok $TEST_NAME"
