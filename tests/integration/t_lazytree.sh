@@ -17,7 +17,7 @@
 
 # lazy_restart IMAGE: restart IMAGE --lazy --stats -v, slowed.
 lazy_restart() {
-	IBCR_LAZY_SLOW_MS=${SLOW:-30} LOADER_ARGS="--lazy --stats -v" \
+	IBCR_LAZY_SLOW_MS=${SLOW:-60} LOADER_ARGS="--lazy --stats -v" \
 		LOADER_ERR=$T/loader.err restart "$1"
 }
 fills() { grep -c '^ibcr-stats: lazy_fill_ms=' "$T/loader.err" || true; }
