@@ -9,7 +9,8 @@
 # DONTNEED); "warm": read once before. Sourced by bench/run.sh
 # (cold_part, rows to $COLD_RAW), or run alone:
 #   bench/restore_cold.sh [REPS [SIZE...]]   (default 2 reps of 1G 4G)
-# which prints the rows and the table (bench/cold_report.py).
+# which prints the rows and the table (bench/cold_report.py); then a
+# tree of 1 GiB in four processes (IBCR_BENCH_COLD_TREE=0: not).
 # Each restore waits until the program it restored is gone before the
 # next begins: a 4 GiB process's memory being freed by the kernel beside
 # the next restore made that one seconds slower (the "warm slower than
@@ -24,6 +25,17 @@ cold_drop() {
     python3 -c 'import os, sys
 fd = os.open(sys.argv[1], os.O_RDONLY)
 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$1"
+}
+
+# cold_tree_pids PID: PID and its descendants (the restored tree's), deepest first
+cold_tree_pids() {
+    local c f kids
+    for f in /proc/"$1"/task/*/children; do
+        kids=()
+        read -r -a kids 2>/dev/null <"$f"
+        for c in "${kids[@]}"; do cold_tree_pids "$c"; done
+    done
+    echo "$1"
 }
 
 # cold_restore IMG ARGS...: one restore; CR_RUN (ms until it runs
@@ -46,11 +58,12 @@ cold_restore() {
     if [[ " $* " == *" --lazy "* ]]; then
         parse_kv "$(grep -m1 '^ibcr-stats: lazy_fill_ms=' "$err")"
         CR_FULL=${KV[full_ms]:-}
-        grep -q 'no lazy restore' "$err" && CR_FULL=''
+        # a tree: the fills' lines come together, once every one is over
+        grep -q '^ibcr-stats: lazy_fill_ms=' "$err" || CR_FULL=''
     fi
-    kids=$(cat "/proc/$lpid/task/$lpid/children" 2>/dev/null)
-    # shellcheck disable=SC2086 # the children's pids, one word each
-    kill -9 $kids "$lpid" 2>/dev/null
+    kids=$(cold_tree_pids "$lpid")
+    # shellcheck disable=SC2086 # the pids, one word each
+    kill -9 $kids 2>/dev/null
     wait "$lpid" 2>/dev/null
     for k in $kids; do wait_gone "$k"; done
     if ((ok != 0)) || [[ -z $CR_RUN || -z $CR_FULL ]]; then
@@ -61,7 +74,7 @@ cold_restore() {
 
 # cold_size SIZE REPS: one image of SIZE, REPS rounds of every way
 cold_size() {
-    local size=$1 reps=$2 img=$WORK/cold.ckpt log=$WORK/cold-wl.log r way t0 ms
+    local size=$1 reps=$2 img=$WORK/cold.ckpt log=$WORK/cold-wl.log
     : >"$log"
     rm -f "$WORK/cold.pid"
     # its memory checked every 10 s: at once after a restore, so a lazy
@@ -75,6 +88,32 @@ cold_size() {
     "$IBCR/saver" --kill -o "$img" "$pid" 2>"$WORK/cold-saver.err" ||
         { fail "cold: saver $size: $(tail -n 2 "$WORK/cold-saver.err")"; return 1; }
     wait_gone "$pid"
+    cold_rounds "$size" "$img" "$bytes" "$reps"
+    rm -f "$img"
+}
+
+# cold_tree REPS: a tree of 1 GiB in all (treeload: a parent and 3
+# children of 320 MiB each, no shared memory), REPS rounds of every way;
+# "running" is until every process runs, "full" until every fill is over
+cold_tree() {
+    local reps=$1 img=$WORK/cold-tree.ckpt log=$WORK/cold-tree.log label=1G-tree4
+    : >"$log"
+    setsid "$BIN/benchexec" -n -p "$WORK/cold-tree.pid" -- "$BIN/treeload" -y 0 -c 3 -s 320M \
+        -t 1 </dev/null >>"$log" 2>&1 &
+    wait_line "$log" 0 '^ready children=' 0.05 || { fail "cold: treeload did not start"; return 1; }
+    parse_kv "$LINE"
+    local tpid=${KV[pid]}
+    "$IBCR/saver" --tree --kill -o "$img" "$tpid" 2>"$WORK/cold-saver.err" ||
+        { fail "cold: saver --tree: $(tail -n 2 "$WORK/cold-saver.err")"; return 1; }
+    wait_gone "$tpid"
+    cold_rounds "$label" "$img" $((960 << 20)) "$reps"
+    rm -f "$img"
+}
+
+# cold_rounds LABEL IMG BYTES REPS: the direct read, the fill limit of
+# BYTES and every way, REPS times, as rows of LABEL
+cold_rounds() {
+    local size=$1 img=$2 bytes=$3 reps=$4 r way t0 ms
     for ((r = 1; r <= reps; r++)); do
         cold_drop "$img"
         now_ms; t0=$NOW_MS
@@ -94,7 +133,6 @@ cold_size() {
             say "    $size $way #$r: running again in $CR_RUN ms, all in at $CR_FULL ms"
         done
     done
-    rm -f "$img"
 }
 
 # cold_part REPS SIZE...: rows to $COLD_RAW
@@ -106,6 +144,10 @@ cold_part() {
         say "== host cold and lazy restore, $size ($reps rounds)"
         cold_size "$size" "$reps"
     done
+    if [[ ${IBCR_BENCH_COLD_TREE:-1} == 1 ]]; then
+        say "== host cold and lazy restore of a tree, 1 GiB in 4 processes ($reps rounds)"
+        cold_tree "$reps"
+    fi
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then

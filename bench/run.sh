@@ -27,7 +27,8 @@
 #   IBCR_BENCH_SKIP_COLD=1    no cold and lazy restore part
 #                          (bench/restore_cold.sh); IBCR_BENCH_COLD_REPS=N
 #                          rounds (default 2, quick 1), IBCR_BENCH_COLD_SIZES
-#                          (default "1G 4G", quick "256M")
+#                          (default "1G 4G", quick "256M"), then a tree of
+#                          1 GiB in 4 processes (IBCR_BENCH_COLD_TREE=0: not)
 #
 # Exit status: 0, or 1 when any run failed (a restore whose memory does not
 # verify, a tool that failed, a workload that did not answer): the reason

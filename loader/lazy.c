@@ -43,6 +43,8 @@
 
 #define LAZY_MIN (1u << 20)	/* smaller regions: filled before the resume */
 #define PIECE (1u << 20)	/* a background copy, at most */
+#define COW_FLAGS (IBCR_VMAF_COW | IBCR_VMAF_COWSRC)
+#define NO_FLAGS (IBCR_VMAF_SHARED | COW_FLAGS | IBCR_VMAF_DROPPABLE)
 
 static double mono_ms(void)
 {
@@ -52,13 +54,12 @@ static double mono_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-int lazy_region(const struct restore *rs, uint32_t i)
+/* Region i fits a lazy fill, the flags in no_flags aside. */
+static int fits(const struct restore *rs, uint32_t i, uint32_t no_flags)
 {
 	const struct ibcr_process_state *ps = rs->ps;
 	const struct ibcr_vma *v = &ps->vmas[i];
 	uint32_t no_madv = IBCR_MADV_LOCKED | IBCR_MADV_WIPEONFORK;
-	uint32_t no_flags = IBCR_VMAF_SHARED | IBCR_VMAF_COW | IBCR_VMAF_COWSRC |
-			    IBCR_VMAF_DROPPABLE;
 
 	/* mlock faults all in at once; WIPEONFORK and the rest: eager, as designed */
 	if (!rs->lazy || !ps->sums || ps->nblocks || v->kind != IBCR_VMA_ANON ||
@@ -67,6 +68,50 @@ int lazy_region(const struct restore *rs, uint32_t i)
 	    v->data_len < LAZY_MIN || (ps->pages_off + v->data_off) % (uint64_t)getpagesize())
 		return 0;
 	return 1;
+}
+
+int lazy_region(const struct restore *rs, uint32_t i)
+{
+	return fits(rs, i, NO_FLAGS);
+}
+
+/*
+ * A tree: the regions that would be lazy but share pages copy-on-write
+ * with a parent or children (cow.c) are filled before the resume, with
+ * the pages, by fork: a page not yet there would be a zero page in
+ * whichever process the region came from. Says how many; -v names them.
+ */
+void lazy_tree_note(const struct job *j, uint32_t n, const char *image, int verbose)
+{
+	uint64_t bytes = 0;
+	uint32_t count = 0;
+
+	for (uint32_t k = 0; n > 1 && k < n; k++) {
+		const struct ibcr_process_state *ps = &j[k].ps;
+
+		for (uint32_t i = 0; i < ps->nvmas; i++) {
+			const struct ibcr_vma *v = &ps->vmas[i];
+
+			if (!fits(&j[k].rs, i, NO_FLAGS & ~COW_FLAGS) || fits(&j[k].rs, i, NO_FLAGS))
+				continue;
+			count++;
+			bytes += v->data_len;
+			if (verbose)
+				fprintf(stderr, "restart-loader: pid %d: region %#llx-%#llx (%s): "
+					"shared copy-on-write with its %s: filled before it runs\n",
+					(int)ps->rec.pid, (unsigned long long)v->start,
+					(unsigned long long)v->end, ibcr_vma_label(ps, i),
+					(v->flags & IBCR_VMAF_COW) ? "parent" : "children");
+		}
+	}
+	if (count)
+		fprintf(stderr, "restart-loader: --lazy: image %s holds %u processes: %u of their "
+			"regions (%llu MiB), shared copy-on-write between them, are filled before "
+			"they run; the rest comes in while they run\n", image, n, count,
+			(unsigned long long)(bytes >> 20));
+	else if (n > 1 && verbose)
+		fprintf(stderr, "restart-loader: --lazy: image %s holds %u processes: no region "
+			"of theirs is shared copy-on-write\n", image, n);
 }
 
 /* The extents of the lazy regions' data, from the runs (lazyfill.c keeps them). */
@@ -120,6 +165,57 @@ void lazy_open_stream(struct lazy *lz)
 	free(ext);
 }
 
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+/*
+ * Every process of the image, by a pidfd once all are ready (before,
+ * none runs the program: none can have been reaped). A damaged chunk
+ * found while they run kills them all (lazy_kill_tree), and by then a
+ * pid a restored parent reaped could be another process's.
+ * job.pidfd: -1 not pinned yet, -2 gone before it could be.
+ */
+void lazy_pin(struct job *j, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		int fd = -2;
+
+		if (j[k].child > 0 && !j[k].exited)
+			fd = (int)syscall(SYS_pidfd_open, j[k].child, 0);
+		__atomic_store_n(&j[k].pidfd, fd < 0 ? -2 : fd, __ATOMIC_RELEASE);
+	}
+}
+
+void lazy_unpin(struct job *j, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		if (j[k].pidfd >= 0)
+			close(j[k].pidfd);
+		j[k].pidfd = -1;
+	}
+}
+
+unsigned lazy_kill_tree(const struct lazy *lz)
+{
+	unsigned killed = 0;
+
+	for (uint32_t k = 0; k < lz->njobs; k++) {
+		const struct job *x = &lz->jobs[k];
+		int fd = __atomic_load_n(&x->pidfd, __ATOMIC_ACQUIRE);
+		pid_t pid = __atomic_load_n(&x->child, __ATOMIC_ACQUIRE);
+
+		if (fd >= 0)
+			killed += !syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
+		else if (fd == -1 && pid > 0)
+			killed += !kill(pid, SIGKILL);
+	}
+	return killed;
+}
+
 static void *fill_main(void *arg)
 {
 	struct lazy *lz = arg;
@@ -129,10 +225,18 @@ static void *fill_main(void *arg)
 	close(lz->ufd);		/* the regions are plain memory from now on */
 	lz->ufd = -1;
 	lz->t_end = mono_ms();
-	__atomic_store_n(&lz->over, 1, __ATOMIC_RELEASE);
-	/* lazy_hold may be blocked in waitpid: tell it, until it has heard */
-	while (!__atomic_load_n(&lz->heard, __ATOMIC_ACQUIRE) && lz->holder) {
-		syscall(SYS_tgkill, getpid(), lz->holder, LAZY_WAKE_SIG);
+	/*
+	 * lazy_hold_all may be blocked in waitpid: tell it, until it has
+	 * heard. Not before it holds (holder 0: its handler may not be set
+	 * yet, and it looks at `over` before it waits; seq_cst both sides).
+	 */
+	__atomic_store_n(&lz->over, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&lz->heard, __ATOMIC_ACQUIRE)) {
+		pid_t holder = __atomic_load_n(&lz->holder, __ATOMIC_SEQ_CST);
+
+		if (!holder)
+			break;
+		syscall(SYS_tgkill, getpid(), holder, LAZY_WAKE_SIG);
 		usleep(2000);
 	}
 	return NULL;
@@ -148,7 +252,8 @@ static char start_fill(struct job *j, int32_t num)
 	lz->img_fd = j->rs.r->fd;
 	lz->path = j->rs.r->path;
 	lz->pid = j->ps.rec.pid;
-	lz->holder = (pid_t)syscall(SYS_gettid);
+	lz->jobs = j->rs.jobs;
+	lz->njobs = j->rs.njobs;
 	lz->slow_ms = slow ? atoi(slow) : 0;
 	lz->is_lazy = xcalloc(j->ps.nvmas + 1, 1);
 	for (uint32_t i = 0; i < j->ps.nvmas; i++)
@@ -192,7 +297,7 @@ int lazy_serve(struct job *j, const struct st_lazy *m, int verbose)
 
 int lazy_done(const struct lazy *lz)
 {
-	return !lz || __atomic_load_n(&lz->over, __ATOMIC_ACQUIRE);
+	return !lz || __atomic_load_n(&lz->over, __ATOMIC_SEQ_CST);
 }
 
 double lazy_fill_ms(const struct lazy *lz)

@@ -20,6 +20,14 @@ struct st_lazy;
 /* Region i of rs's process may be filled once the program runs. */
 int lazy_region(const struct restore *rs, uint32_t i);
 /*
+ * A tree: says which regions stay eager for sharing pages copy-on-write
+ * (-v names them); nothing for one process.
+ */
+void lazy_tree_note(const struct job *j, uint32_t n, const char *image, int verbose);
+/* Every process of the image by a pidfd, once all are ready; closed again. */
+void lazy_pin(struct job *j, uint32_t n);
+void lazy_unpin(struct job *j, uint32_t n);
+/*
  * The core's ST_LAZY (the descriptor's number in the child and the errno
  * that kept it from making one): takes it and starts the fill thread;
  * answers the core CT_DONE, or CT_CANNOT when it cannot (it fills them).
@@ -28,12 +36,12 @@ int lazy_serve(struct job *j, const struct st_lazy *m, int verbose);
 /* The fill is over (everything in, the program gone, or killed). */
 int lazy_done(const struct lazy *lz);
 /*
- * Holds the restored process under ptrace until the fill ends: a fork
- * waits at its system call entry, signals and stops pass on. Every
- * thread is stopped, traced by us (finalize). Then detaches and joins
- * the fill thread; reaps nothing but records the root's end in *st.
+ * Holds every restored process with a fill under ptrace until its own
+ * fill ends: a fork waits at its system call entry, signals and stops
+ * pass on. Every thread is stopped, traced by us (finalize). Then
+ * detaches; a root's end it reaps is recorded in its job (st, exited).
  */
-void lazy_hold(struct lazy *lz, pid_t child, int *st, int *exited);
+void lazy_hold_all(struct job *j, uint32_t n);
 /* Milliseconds from the start of the fill to its end, once over. */
 double lazy_fill_ms(const struct lazy *lz);
 /* The faults it served (the program ran on memory not yet there). */

@@ -114,14 +114,27 @@ static void ext_move(struct lazy *lz, uint64_t from, uint64_t to, uint64_t len)
 	free(moved);
 }
 
+/* What lazy_kill_tree did, for the message: one process, or the image's. */
+static const char *killed_what(struct lazy *lz, char *buf, size_t size)
+{
+	unsigned n = lazy_kill_tree(lz);
+
+	if (lz->njobs < 2)
+		return "the restored process was killed";
+	snprintf(buf, size, "the %u restored processes of the image were killed", n);
+	return buf;
+}
+
 /* A damaged chunk: the program cannot be given it, nor run on without it. */
 static int corrupt(struct lazy *lz, const struct ibcr_vma *v, uint32_t region, uint64_t at)
 {
-	kill(lz->child, SIGKILL);
+	char what[80];
+
 	fprintf(stderr, "restart-loader: pid %d: image %s: region %#llx-%#llx (%s): page data "
-		"at %llu is corrupt (checksum mismatch), found after the resume: the restored "
-		"process was killed\n", lz->pid, lz->path, (unsigned long long)v->start,
-		(unsigned long long)v->end, ibcr_vma_label(lz->ps, region), (unsigned long long)at);
+		"at %llu is corrupt (checksum mismatch), found after the resume: %s\n", lz->pid,
+		lz->path, (unsigned long long)v->start, (unsigned long long)v->end,
+		ibcr_vma_label(lz->ps, region), (unsigned long long)at,
+		killed_what(lz, what, sizeof(what)));
 	return CP_GONE;
 }
 
@@ -150,12 +163,13 @@ static int read_checked(struct lazy *lz, uint32_t region, uint64_t c0, uint64_t 
 	}
 	*at_ = buf;
 	if (got != (ssize_t)(c1 - c0)) {
-		kill(lz->child, SIGKILL);
+		char what[80];
+		const char *why = got < 0 ? strerror(errno) : "the image ends early";
+
 		fprintf(stderr, "restart-loader: pid %d: image %s: reading region %#llx-%#llx's "
-			"data at %llu: %s, after the resume: the restored process was killed\n",
-			lz->pid, lz->path, (unsigned long long)v->start,
-			(unsigned long long)v->end, (unsigned long long)c0,
-			got < 0 ? strerror(errno) : "the image ends early");
+			"data at %llu: %s, after the resume: %s\n", lz->pid, lz->path,
+			(unsigned long long)v->start, (unsigned long long)v->end,
+			(unsigned long long)c0, why, killed_what(lz, what, sizeof(what)));
 		return CP_GONE;
 	}
 	for (uint64_t at = c0; at < c1; at += chunk) {

@@ -21,7 +21,9 @@ struct lz_ext {
 /* Shared by lazy.c (set-up), lazyfill.c (the fill thread), lazyhold.c. */
 struct lazy {
 	const struct ibcr_process_state *ps;
-	pid_t child, holder;	/* holder: lazy_hold's thread */
+	const struct job *jobs;	/* the image's processes: a damaged chunk kills all */
+	uint32_t njobs;
+	pid_t child, holder;	/* holder: lazy_hold_all's thread, once it holds */
 	int pid;		/* the saved pid, for messages */
 	int img_fd, ufd, slow_ms, started, over, heard;
 	int go, resumed;	/* eventfd: the program runs (lazy_resumed) */
@@ -40,6 +42,9 @@ struct lazy {
 	uint64_t copied, zeroed, faults;
 	uint64_t last_fault, hint;	/* the background goes on from hint */
 };
+
+/* lazy.c: SIGKILL to every process of the image; how many it reached */
+unsigned lazy_kill_tree(const struct lazy *lz);
 
 /* lazyfill.c */
 void ext_add(struct lazy *lz, uint64_t addr, uint64_t len, uint64_t doff, uint32_t region);

@@ -10,7 +10,10 @@
  * kept at its entry until then. Threads made meanwhile are traced from
  * their start (PTRACE_O_TRACECLONE), signals pass on, group stops are
  * kept (PTRACE_LISTEN). execve needs no holding: the old memory goes,
- * the fill ends with it.
+ * the fill ends with it. A tree's processes are held in one loop (the
+ * loader's main thread traces them all: waitpid(-1) is the only wait
+ * that sees every tracee), each thread let go when its own process's
+ * fill ends.
  */
 #include <errno.h>
 #include <dirent.h>
@@ -35,29 +38,69 @@
 
 enum { T_RUN, T_HELD, T_GONE };
 
+/* A traced thread; li: its process's fill in hold.lz, -1 not known yet. */
 struct tr {
-	pid_t tid;
-	int state;
+	pid_t tid, tgid;	/* tgid 0: not known yet */
+	int state, li;
 };
 
 struct hold {
 	struct tr *t;
 	size_t n, cap;
+	struct lazy **lz;	/* the fills, one per process that has one */
+	uint8_t *ended;		/* per fill: its threads let go */
+	size_t nlz, nended;
 };
 
-static struct tr *find(struct hold *h, pid_t tid, int add)
+static struct tr *find(struct hold *h, pid_t tid)
 {
 	for (size_t i = 0; i < h->n; i++)
 		if (h->t[i].tid == tid)
 			return &h->t[i];
-	if (!add)
-		return NULL;
+	return NULL;
+}
+
+/* The thread tid, added or told its fill and thread group where not known. */
+static struct tr *add(struct hold *h, pid_t tid, int li, pid_t tgid)
+{
+	struct tr *t = find(h, tid);
+
+	if (t) {
+		if (t->li < 0)
+			t->li = li;
+		if (!t->tgid)
+			t->tgid = tgid;
+		return t;
+	}
 	if (h->n == h->cap) {
 		h->cap = h->cap ? h->cap * 2 : 16;
 		h->t = xrealloc(h->t, h->cap * sizeof(*h->t));
 	}
-	h->t[h->n] = (struct tr){ tid, T_RUN };
+	h->t[h->n] = (struct tr){ tid, tgid, T_RUN, li };
 	return &h->t[h->n++];
+}
+
+/* The thread group of tid, from /proc; 0 when it cannot be read. */
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], line[128];
+	FILE *f;
+	int tgid = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(f);
+	return (pid_t)tgid;
+}
+
+/* Its fill is over, and its thread let go (one of unknown fill: all are). */
+static int ended(const struct hold *h, const struct tr *t)
+{
+	return t->li >= 0 ? h->ended[t->li] : h->nended == h->nlz;
 }
 
 static void on_wake(int sig)
@@ -107,15 +150,19 @@ static void on_stop(struct hold *h, struct tr *t, int st)
 		return;
 	}
 	if (ev == PTRACE_EVENT_CLONE || ev == PTRACE_EVENT_VFORK) {
+		/* a thread, or a vfork's child (its mm too, its own group) */
 		if (!ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &msg))
-			find(h, (pid_t)msg, 1);
+			add(h, (pid_t)msg, t->li, tgid_of((pid_t)msg));
 		ptrace(PTRACE_SYSCALL, t->tid, NULL, NULL);
 		return;
 	}
 	if (ev == PTRACE_EVENT_EXEC) {
-		/* every other thread is gone; this one may have taken the leader's tid */
+		/*
+		 * every other thread of its group is gone; this one may have
+		 * taken the leader's tid (then its own vanished unreported)
+		 */
 		for (size_t i = 0; i < h->n; i++)
-			if (h->t[i].tid != t->tid)
+			if (h->t[i].tid != t->tid && h->t[i].tgid == t->tid)
 				h->t[i].state = T_GONE;
 		ptrace(PTRACE_SYSCALL, t->tid, NULL, NULL);
 		return;
@@ -152,73 +199,122 @@ static size_t left(const struct hold *h)
 	return n;
 }
 
-/* Stops of every thread until the fill ends (or every thread is gone). */
-static void hold_loop(struct lazy *lz, struct hold *h, pid_t child, int *st, int *exited)
+/* Fill li is over: its threads are let go, held ones at once, others at their next stop. */
+static void end_fill(struct hold *h, size_t li)
 {
-	int ending = 0;
+	h->ended[li] = 1;
+	h->nended++;
+	__atomic_store_n(&h->lz[li]->heard, 1, __ATOMIC_RELEASE);
+	for (size_t i = 0; i < h->n; i++) {
+		struct tr *t = &h->t[i];
 
+		if (!ended(h, t))
+			continue;
+		if (t->state == T_HELD)
+			let_go(t, SIGTRAP | 0x80);
+		else if (t->state == T_RUN)
+			ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL);
+	}
+}
+
+/* A fill that ended since we looked: 1 when one did. */
+static int ends_seen(struct hold *h)
+{
+	for (size_t li = 0; li < h->nlz; li++)
+		if (!h->ended[li] && lazy_done(h->lz[li])) {
+			end_fill(h, li);
+			return 1;
+		}
+	return 0;
+}
+
+/* An end reaped: the thread's, and a root's status for wait_all. */
+static void reaped(struct hold *h, struct job *j, uint32_t n, pid_t pid, int s)
+{
+	struct tr *t = find(h, pid);
+
+	if (t)
+		t->state = T_GONE;
+	for (uint32_t k = 0; k < n; k++)
+		if (j[k].child == pid && j[k].parent < 0 && !j[k].exited) {
+			j[k].st = s;
+			j[k].exited = 1;
+		}
+}
+
+/* Stops of every thread until every fill ends (or every thread is gone). */
+static void hold_loop(struct hold *h, struct job *j, uint32_t n)
+{
 	while (left(h)) {
 		int s;
 		pid_t pid;
 		struct tr *t;
 
-		if (!ending && lazy_done(lz)) {
-			ending = 1;
-			__atomic_store_n(&lz->heard, 1, __ATOMIC_RELEASE);
-			for (size_t i = 0; i < h->n; i++)
-				if (h->t[i].state == T_HELD)
-					let_go(&h->t[i], SIGTRAP | 0x80);
-				else if (h->t[i].state == T_RUN)
-					ptrace(PTRACE_INTERRUPT, h->t[i].tid, NULL, NULL);
+		if (ends_seen(h))
 			continue;
-		}
 		pid = waitpid(-1, &s, __WALL);
 		if (pid < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		t = find(h, pid, !WIFEXITED(s) && !WIFSIGNALED(s));
 		if (WIFEXITED(s) || WIFSIGNALED(s)) {
-			if (t)
-				t->state = T_GONE;
-			if (pid == child) {
-				*st = s;
-				*exited = 1;
-			}
+			reaped(h, j, n, pid, s);
 			continue;
 		}
-		if (ending)
+		/* a new thread's first stop may come before its creator's event */
+		t = add(h, pid, -1, 0);
+		if (ended(h, t))
 			let_go(t, s);
 		else if (t->state != T_GONE)
 			on_stop(h, t, s);
 	}
 }
 
-void lazy_hold(struct lazy *lz, pid_t child, int *st, int *exited)
+/* The threads of process `child`, traced with fill li: 0, or -1 if none could be. */
+static void trace_threads(struct hold *h, pid_t child, int li)
 {
-	struct sigaction sa = { .sa_handler = on_wake };
-	struct hold h = { 0 };
 	char path[64];
 	DIR *d;
 	struct dirent *e;
+	size_t from = h->n;
 
-	if (!lz)
-		return;
-	sigaction(LAZY_WAKE_SIG, &sa, NULL);	/* no SA_RESTART: waitpid returns */
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)child);
 	if ((d = opendir(path))) {
 		while ((e = readdir(d)))
 			if (e->d_name[0] != '.')
-				find(&h, (pid_t)atoi(e->d_name), 1);
+				add(h, (pid_t)atoi(e->d_name), li, child);
 		closedir(d);
 	}
-	for (size_t i = 0; i < h.n; i++)
-		if (ptrace(PTRACE_SETOPTIONS, h.t[i].tid, NULL, (void *)(uintptr_t)OPTS) ||
-		    ptrace(PTRACE_SYSCALL, h.t[i].tid, NULL, NULL))
-			h.t[i].state = T_GONE;
-	lazy_resumed(lz);
-	hold_loop(lz, &h, child, st, exited);
-	__atomic_store_n(&lz->heard, 1, __ATOMIC_RELEASE);
+	for (size_t i = from; i < h->n; i++)
+		if (ptrace(PTRACE_SETOPTIONS, h->t[i].tid, NULL, (void *)(uintptr_t)OPTS) ||
+		    ptrace(PTRACE_SYSCALL, h->t[i].tid, NULL, NULL))
+			h->t[i].state = T_GONE;
+}
+
+void lazy_hold_all(struct job *j, uint32_t n)
+{
+	struct sigaction sa = { .sa_handler = on_wake };
+	struct hold h = { 0 };
+
+	h.lz = xcalloc(n + 1, sizeof(*h.lz));	// NOLINT(bugprone-sizeof-expression): of pointers
+	h.ended = xcalloc(n + 1, 1);
+	sigaction(LAZY_WAKE_SIG, &sa, NULL);	/* no SA_RESTART: waitpid returns */
+	for (uint32_t k = 0; k < n; k++)
+		if (j[k].lazy) {
+			/* from now on its end is signalled to us (lazy.c, fill_main) */
+			__atomic_store_n(&j[k].lazy->holder, (pid_t)syscall(SYS_gettid),
+					 __ATOMIC_SEQ_CST);
+			h.lz[h.nlz] = j[k].lazy;
+			trace_threads(&h, j[k].child, (int)h.nlz++);
+		}
+	for (size_t li = 0; li < h.nlz; li++)
+		lazy_resumed(h.lz[li]);
+	if (h.nlz)
+		hold_loop(&h, j, n);
+	for (size_t li = 0; li < h.nlz; li++)
+		__atomic_store_n(&h.lz[li]->heard, 1, __ATOMIC_RELEASE);
 	free(h.t);
+	free(h.lz);
+	free(h.ended);
 }

@@ -330,6 +330,7 @@ struct job {
 	int pages_open;
 	struct pages pages;	/* compressed images: the filler */
 	struct lazy *lazy;	/* --lazy: its fill, once the core handed it over */
+	int pidfd;		/* --lazy: lazy_pin's (lazy.c), -1 before */
 };
 
 /* shm.c: shared memory objects, made once and handed down by fork */

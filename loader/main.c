@@ -513,15 +513,13 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < r.hdr.nprocs; i++) {
 		j[i].rs.obj_fds = obj_fds;
 		j[i].rs.fd_base = base;
+		j[i].pidfd = -1;
 	}
 	tree_link(j, r.hdr.nprocs);
-	/* one process: a tree's forks and shared pages are not held yet (lazyhold.c) */
-	for (uint32_t i = 0; o.lazy && r.hdr.nprocs == 1 && i < r.hdr.nprocs; i++)
+	for (uint32_t i = 0; o.lazy && i < r.hdr.nprocs; i++)
 		j[i].rs.lazy = 1;
-	if (o.lazy && r.hdr.nprocs > 1)
-		fprintf(stderr, "restart-loader: --lazy: image %s holds %u processes: their memory "
-			"is filled before they run (a lazy restore serves one process)\n", o.image,
-			r.hdr.nprocs);
+	if (o.lazy)	/* a tree's regions shared copy-on-write stay eager */
+		lazy_tree_note(j, r.hdr.nprocs, o.image, verbose);
 	stream_decide(j, r.hdr.nprocs, r.fd, verbose);
 	if (cow_prepare(j, r.hdr.nprocs, &e)) {
 		fprintf(stderr, "restart-loader: %s\n", e.msg);
@@ -533,6 +531,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	t_filled = now_ms();
+	if (o.lazy)
+		lazy_pin(j, r.hdr.nprocs);	/* a damaged chunk kills them all */
 	/*
 	 * every process exists: I/O signal owners, leases (before any resumes);
 	 * UNIX queues refilled, connections go live, their packets flow again
@@ -575,8 +575,8 @@ int main(int argc, char **argv)
 		print_stats(o.stats == 2, start, t_prepared, t_filled, copied, written, direct);
 	if (o.pidfile && loader_write_pidfile(o.pidfile, root))
 		return 1;
+	lazy_hold_all(j, r.hdr.nprocs);
 	for (uint32_t i = 0; i < r.hdr.nprocs; i++) {
-		lazy_hold(j[i].lazy, j[i].child, &j[i].st, &j[i].exited);
 		if (o.stats && j[i].lazy)
 			fprintf(stderr, "ibcr-stats: lazy_fill_ms=%.1f full_ms=%.1f faults=%llu "
 				"direct_kb=%llu\n", lazy_fill_ms(j[i].lazy), now_ms() - start,
@@ -585,6 +585,8 @@ int main(int argc, char **argv)
 		lazy_free(j[i].lazy);
 		j[i].lazy = NULL;
 	}
+	if (o.lazy)
+		lazy_unpin(j, r.hdr.nprocs);
 	/* they run: --detach leaves them to whoever inherits them */
 	if (o.detach)
 		return 0;

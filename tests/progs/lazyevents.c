@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lazyprog.h"
+
 #define SZ (16ul << 20)
 #define WORDS (SZ / 8)
 
@@ -55,20 +57,6 @@ static int check(const uint64_t *w, int region, size_t from, size_t to, int zero
 			return 1;
 		}
 	return 0;
-}
-
-static int traced(void)
-{
-	char line[256];
-	int pid = 0;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "TracerPid: %d", &pid) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return pid != 0;
 }
 
 static int wait_ok(pid_t pid, const char *what)
@@ -129,14 +117,8 @@ int main(int argc, char **argv)
 	struct timespec ts = { 0, 20 * 1000000 };
 	uint64_t *r[4];
 
-	if (argc > 1 && !strcmp(argv[1], "exec")) {
-		for (int n = 0; n < 100000; n++) {
-			printf("exec tick %d pid %d\n", n, (int)getpid());
-			fflush(stdout);
-			nanosleep(&ts, NULL);
-		}
-		return 0;
-	}
+	if (argc > 1 && !strcmp(argv[1], "exec"))
+		return exec_ticks();
 	signal(SIGUSR1, on_usr1);
 	for (int k = 0; k < 4; k++) {
 		r[k] = mmap(NULL, SZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
