@@ -81,6 +81,11 @@ wait_line() {
     local file=$1 from=$2 re=$3 poll=${4:-0.01} fd n=0 part='' l
     local deadline=$((EPOCHSECONDS + WAIT_S))
     LINE=''
+    # a program started in the background may not have opened it yet
+    while [[ ! -e $file ]]; do
+        ((EPOCHSECONDS < deadline)) || return 1
+        sleep "$poll"
+    done
     exec {fd}<"$file" || return 1
     while :; do
         if IFS='' read -r -u "$fd" l; then
