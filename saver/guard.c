@@ -14,7 +14,8 @@
  * repair mode is switched off harmlessly, a snapshot not yet made is
  * looked for among the process's zombie children without exit signal
  * (only the saver makes such a child while the process is stopped), a
- * network lock not yet made is removed as one gone already.
+ * network lock not yet made is removed as one gone already (and again
+ * while an orphaned nft of the saver could still make it).
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -458,6 +459,27 @@ static void first_aid(struct gstate *g)
  * whose process is gone is then closed in repair mode, as the saver
  * would: its peer hears nothing, the restore takes it over.
  */
+/*
+ * The saver may have died while its nft was adding the lock: that nft,
+ * orphaned, can still commit the table after a first removal (seen in
+ * t_saverkill_tcp). So the lock is removed again while such an nft could
+ * still be at work; removing a table that is gone is harmless.
+ */
+static int drop_lock(const char *table, struct ibcr_err *e)
+{
+	static const long after_ms[] = { 0, 200, 500, 1300 };
+
+	for (size_t i = 0; i < sizeof(after_ms) / sizeof(after_ms[0]); i++) {
+		struct timespec ts = { after_ms[i] / 1000, (after_ms[i] % 1000) * 1000000 };
+
+		if (after_ms[i])
+			nanosleep(&ts, NULL);
+		if (netlock_drop(table, e))
+			return -1;
+	}
+	return 0;
+}
+
 static void unlock(struct gstate *g)
 {
 	int holds = g->lock_over || (g->lock[0] && netlock_image_holds(g->image, g->lock));
@@ -479,7 +501,7 @@ static void unlock(struct gstate *g)
 	if (holds && !live)
 		snprintf(line, sizeof(line), "the network lock %s kept for the image "
 			 "(restart-loader --unlock-net lets it go)", g->lock);
-	else if (!netlock_drop(g->lock, &e))
+	else if (!drop_lock(g->lock, &e))
 		snprintf(line, sizeof(line), "the network lock %s removed", g->lock);
 	else
 		snprintf(line, sizeof(line), "%.200s", e.msg);
