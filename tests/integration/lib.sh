@@ -16,6 +16,11 @@ T=$(mktemp -d /tmp/ibcr-test.XXXXXX)
 TEST_NAME=$(basename "$0" .sh)
 STARTED=()
 
+# holds GREP-ARGS...: grep -q over the whole of stdin. grep -q alone exits
+# at the first match, and a writer still writing (nft writes piece by
+# piece) then dies of SIGPIPE, which pipefail turns into a failed check.
+holds() { local all; all=$(cat); grep -q "$@" <<<"$all"; }
+
 # Everything a test started dies with it, whatever happens.
 # kill_tree PID: PID and every descendant (children first found, then killed).
 kill_tree() {
@@ -30,7 +35,7 @@ cleanup() {
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 	# a network lock of a test that failed before its restore: its image
 	# is gone now, so --unlock-net takes it (and no one else's)
-	if [ -z "${KEEP:-}" ] && nft list tables 2>/dev/null | grep -q ' ibcr-'; then
+	if [ -z "${KEEP:-}" ] && nft list tables 2>/dev/null | holds ' ibcr-'; then
 		"$SAVER" --unlock-net >/dev/null 2>&1 || true
 	fi
 }

@@ -30,7 +30,7 @@ for who in root nobody; do
 	done
 	[ "$(wc -l <"$T/$who.out")" = $((${#NAMES[@]} + 1)) ] ||
 		fail "--check as $who: not one line per capability and a summary: $(cat "$T/$who.out")"
-	tail -n 1 "$T/$who.out" | grep -q '^checkpoint and restore work here' ||
+	tail -n 1 "$T/$who.out" | holds '^checkpoint and restore work here' ||
 		fail "--check as $who: summary: $(tail -n 1 "$T/$who.out")"
 	[ "$(verdict "$T/$who.out" ptrace)" = ok ] || fail "--check as $who: ptrace: $(grep ^ptrace "$T/$who.out")"
 	[ "$(verdict "$T/$who.out" vdso)" = ok ] || fail "--check as $who: vdso: $(grep ^vdso "$T/$who.out")"

@@ -30,5 +30,5 @@ for ((i = 0; i < 100; i++)); do
 	sleep 0.1
 done
 [ "$body" = "hello from ibcr $$" ] || fail "after restart: '$body'"
-grep -c '"GET /index.txt' "$T/prog.out" | grep -qx 2 || fail "the server did not log both requests"
+grep -c '"GET /index.txt' "$T/prog.out" | holds -x 2 || fail "the server did not log both requests"
 exit 0

@@ -141,5 +141,5 @@ EOF
 cmd=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["network_lock"]["unlock"][1:]))' "$T/net.json")
 # shellcheck disable=SC2086
 "$LOADER" $cmd >"$T/unlock.out" 2>&1 || fail "restart-loader $cmd: $(cat "$T/unlock.out")"
-! locks | grep -qx "$table" || fail "the lock is still there after its unlock command"
+! locks | holds -x "$table" || fail "the lock is still there after its unlock command"
 exit 0

@@ -17,12 +17,12 @@ mkdir "$T/ck"
 start "$T/exec.out" "$L" --no-verbs "$PROGS/counter" 100000 20
 wait_line "$T/exec.out" '^tick 2 '
 [ "$(pids_in "$T/exec.out")" = "$PID" ] || fail "ibcr-launch PROGRAM did not become it: $(pids_in "$T/exec.out") vs $PID"
-tr '\0' '\n' <"/proc/$PID/environ" | grep -q '^LD_PRELOAD=.*libibcr-verbs' && fail "--no-verbs preloaded the shim"
+tr '\0' '\n' <"/proc/$PID/environ" | holds '^LD_PRELOAD=.*libibcr-verbs' && fail "--no-verbs preloaded the shim"
 kill -9 "$PID"
 if [ -f "$B/libibcr-verbs.so" ]; then
 	start "$T/shim.out" "$L" "$PROGS/counter" 100000 20
 	wait_line "$T/shim.out" '^tick 2 '
-	tr '\0' '\n' <"/proc/$PID/environ" | grep -q "^LD_PRELOAD=$B/libibcr-verbs.so" ||
+	tr '\0' '\n' <"/proc/$PID/environ" | holds "^LD_PRELOAD=$B/libibcr-verbs.so" ||
 		fail "ibcr-launch did not preload the shim: $(tr '\0' '\n' <"/proc/$PID/environ" | grep PRELOAD)"
 	kill -9 "$PID"
 fi

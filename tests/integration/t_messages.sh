@@ -91,7 +91,7 @@ kill -9 "$hpid"
 st=0; wait "$spid" || st=$?
 says killed "$st" "pid $hpid\b" "exited during the checkpoint" "signal 9"
 [ ! -e "$T/killed.ckpt" ] || problem "killed: an image was left"
-ls "$T" | grep -q 'killed.ckpt.tmp' && problem "killed: a temporary image was left"
+ls "$T" | holds 'killed.ckpt.tmp' && problem "killed: a temporary image was left"
 
 ticking end
 [ ${#problems[@]} -eq 0 ] || fail "${#problems[@]} problem(s): ${problems[*]}"

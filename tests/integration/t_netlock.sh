@@ -18,7 +18,7 @@ child=$(children_of "$pid")
 checkpoint "$pid" "$T/img.ckpt" --tree --kill
 grep -q "held back (nftables table inet ibcr-" "$T/saver.err" || fail "saver did not say: $(cat "$T/saver.err")"
 table=$(lock_of "$T/img.ckpt")
-[ -n "$table" ] && locks | grep -qx "$table" || fail "no lock left for the image"
+[ -n "$table" ] && locks | holds -x "$table" || fail "no lock left for the image"
 wait "$pid" 2>/dev/null || true
 while [ -e "/proc/$child" ]; do sleep 0.05; done
 port=$(sed -n 's/.* listen 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$T/info.out" | head -n 1)
@@ -32,7 +32,7 @@ st=0
 "$LOADER" "$T/img.ckpt" >"$T/fail.out" 2>&1 || st=$?
 [ $st = 1 ] || fail "the restore with the port taken: status $st: $(cat "$T/fail.out")"
 grep -q "port $port: Address in use" "$T/fail.out" || fail "the failed restore said: $(cat "$T/fail.out")"
-locks | grep -qx "$table" || fail "the failed restore removed the lock"
+locks | holds -x "$table" || fail "the failed restore removed the lock"
 kill "$holder"
 wait "$holder" 2>/dev/null || true
 # the next restore, once the port is free, goes on where it was
@@ -42,7 +42,7 @@ wait "$LPID" || fail "restored program exited with status $?"
 grep -q FAIL "$T/prog.out" && fail "$(grep FAIL "$T/prog.out" | head -3)"
 grep -q '^DONE' "$T/prog.out" || fail "program did not finish"
 assert_ticks_continuous "$T/prog.out"
-locks | grep -qx "$table" && fail "the lock is still there after the restore"
+locks | holds -x "$table" && fail "the lock is still there after the restore"
 # restart-loader --unlock-net IMAGE: the lock goes, nothing is restored
 start "$T/prog2.out" "$PROGS/tcppair" 60
 pid=$PID
@@ -51,7 +51,7 @@ checkpoint "$pid" "$T/img2.ckpt" --tree --kill
 table=$(lock_of "$T/img2.ckpt")
 "$LOADER" --unlock-net "$T/img2.ckpt" >"$T/unlock.out" 2>&1 || fail "--unlock-net failed: $(cat "$T/unlock.out")"
 grep -q "network lock $table removed" "$T/unlock.out" || fail "--unlock-net said: $(cat "$T/unlock.out")"
-locks | grep -qx "$table" && fail "restart-loader --unlock-net left the lock"
+locks | holds -x "$table" && fail "restart-loader --unlock-net left the lock"
 # saver --unlock-net: a lock no image holds goes, one an image holds stays
 start "$T/prog3.out" "$PROGS/tcppair" 60
 pid=$PID
@@ -63,9 +63,9 @@ nft -f - <<EOS
 table inet $gone { comment "saver 999999 image $T/never-made.ckpt"; }
 EOS
 "$SAVER" --unlock-net >"$T/stale.out" 2>&1 || fail "saver --unlock-net failed: $(cat "$T/stale.out")"
-locks | grep -qx "$gone" && fail "saver --unlock-net kept a lock no image holds: $(cat "$T/stale.out")"
+locks | holds -x "$gone" && fail "saver --unlock-net kept a lock no image holds: $(cat "$T/stale.out")"
 grep -q "$gone: removed" "$T/stale.out" || fail "saver --unlock-net said: $(cat "$T/stale.out")"
-locks | grep -qx "$held" || fail "saver --unlock-net removed the lock of an image: $(cat "$T/stale.out")"
+locks | holds -x "$held" || fail "saver --unlock-net removed the lock of an image: $(cat "$T/stale.out")"
 grep -q "$held: kept, it holds the connections of $T/img3.ckpt" "$T/stale.out" ||
 	fail "saver --unlock-net said: $(cat "$T/stale.out")"
 "$LOADER" --unlock-net "$T/img3.ckpt" >/dev/null 2>&1 || fail "could not remove $held"
@@ -101,7 +101,7 @@ for ((i = 0; i < 600; i++)); do
 done
 grep -q "the network lock $table removed" "$T/killed.out" ||
 	fail "the guardian of a killed saver said: $(cat "$T/killed.out")"
-locks | grep -qx "$table" && fail "the lock of a killed saver is still there"
+locks | holds -x "$table" && fail "the lock of a killed saver is still there"
 n=$(last_tick "$T/big.out")
 wait_line "$T/big.out" "^tick $((n + 2)) pid $big\$" 30
 exit 0

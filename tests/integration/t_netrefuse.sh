@@ -33,14 +33,14 @@ refuse() {
 	n=$(last_tick "$T/$name.out")
 	wait_line "$T/$name.out" "^(tick $((n + 3)) |FAIL)" 10
 	grep -q FAIL "$T/$name.out" && problems+=("$name: the program was harmed: $(grep FAIL "$T/$name.out")")
-	locks "$T/$name.img" | grep -q . && problems+=("$name: a network lock was left: $(locks)")
+	locks "$T/$name.img" | holds . && problems+=("$name: a network lock was left: $(locks)")
 	kill_tree "$PID"
 }
 # locks IMAGE: the network locks a saver of IMAGE made
 locks() {
 	local t
 	for t in $(nft list tables 2>/dev/null | sed -n 's/^table inet \(ibcr-.*\)/\1/p'); do
-		nft list table inet "$t" 2>/dev/null | grep -qF "image $1\"" && echo "$t"
+		nft list table inet "$t" 2>/dev/null | holds -F "image $1\"" && echo "$t"
 	done
 	return 0
 }

@@ -87,7 +87,7 @@ bundle run2
 runc run -d -b "$T/run2" "$ID" >"$T/run2.out" 2>"$T/run2.err" </dev/null ||
 	fail "runc run -d: $(cat "$T/run2.err")"
 wait_line "$T/run2.out" "^tick $((before + 5)) pid $pid\$"
-runc state "$ID" | grep -q '"status": "running"' || fail "runc state: $(runc state "$ID")"
+runc state "$ID" | holds '"status": "running"' || fail "runc state: $(runc state "$ID")"
 # the program in the container, saved from outside: its files are the
 # container's (the same names here are other files): refused, and it runs on
 inside=$(runc ps "$ID" | awk '/python3/ { print $2 }')
@@ -101,10 +101,10 @@ n=$(last_tick "$T/run2.out")
 wait_line "$T/run2.out" "^tick $((n + 3)) pid $pid\$"
 runc kill "$ID" TERM || fail "runc kill TERM failed"
 for ((i = 0; i < 200; i++)); do
-	runc state "$ID" | grep -q '"status": "stopped"' && break
+	runc state "$ID" | holds '"status": "stopped"' && break
 	sleep 0.05
 done
-runc state "$ID" | grep -q '"status": "stopped"' || fail "TERM did not stop the container: $(runc state "$ID")"
+runc state "$ID" | holds '"status": "stopped"' || fail "TERM did not stop the container: $(runc state "$ID")"
 grep -q '^DONE' "$T/run2.out" && fail "the program ran to its end despite TERM"
 runc delete "$ID" || fail "runc delete failed"
 runc state "$ID" >/dev/null 2>&1 && fail "the container is still there after runc delete"

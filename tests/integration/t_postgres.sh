@@ -32,7 +32,7 @@ SELECT 'before', count(*), sum(x) FROM t;" >&7
 wait_line "$T/psql.out" '^before\|1000\|500500$'
 backend=$(sed -n 's/^backend|//p' "$T/psql.out")
 [ -n "$backend" ] || fail "no backend pid: $(cat "$T/psql.out")"
-ppid_of "$backend" | grep -qx "$pid" || fail "backend $backend is not the postmaster's child"
+ppid_of "$backend" | holds -x "$pid" || fail "backend $backend is not the postmaster's child"
 checkpoint "$pid" "$T/img.ckpt" --tree --kill
 wait "$pid" 2>/dev/null || true
 grep -q "pid $backend " "$T/info.out" || fail "the backend is not in the image"

@@ -26,7 +26,7 @@ grep -q 'option TCP_KEEPIDLE 300' "$T/info.out" ||
 	fail "redis's TCP_KEEPIDLE 300 is not saved: $(grep -A8 repair "$T/info.out")"
 table=$(lock_of "$T/img.ckpt")
 [ -n "$table" ] || fail "the image names no network lock"
-locks | grep -qx "$table" || fail "no nftables table $table while the server is away"
+locks | holds -x "$table" || fail "no nftables table $table while the server is away"
 before=$(last_tick "$T/client.out")
 sleep 3	# the server is away for a while: the client must wait, not fail
 grep -q FAIL "$T/client.out" && fail "while the server was away: $(grep FAIL "$T/client.out")"
@@ -42,6 +42,6 @@ read -r _ <&8
 read -r value <&8
 exec 8>&-
 [ "${value%$'\r'}" = "$last" ] || fail "the server's counter is ${value%$'\r'}, the client saw $last"
-locks | grep -qx "$table" && fail "the network lock $table is still there after the restore"
+locks | holds -x "$table" && fail "the network lock $table is still there after the restore"
 note "longest wait for an answer: $stall ms"
 exit 0

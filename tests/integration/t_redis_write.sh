@@ -61,6 +61,6 @@ read -r _ <&8
 read -r value <&8
 exec 8>&-
 [ "${value%$'\r'}" = "$last" ] || fail "the server's counter is ${value%$'\r'}, the client saw $last"
-locks | grep -qx "$table" && fail "the network lock $table is still there after the restore"
+locks | holds -x "$table" && fail "the network lock $table is still there after the restore"
 note "longest wait for an answer: $stall ms"
 exit 0

@@ -36,7 +36,7 @@ verified=0
 unharmed() {
 	local n f
 	wait "$CPID" || fail "$1: the saver's output was not closed within 30 s"
-	! locks | grep -q "^ibcr-$SPID-" || fail "$1: the killed saver's network lock is left"
+	! locks | holds "^ibcr-$SPID-" || fail "$1: the killed saver's network lock is left"
 	n=$(last_tick "$T/pair.out")
 	wait_line "$T/pair.out" "^tick $((n + 3)) |^FAIL" 30
 	n=$(last_tick "$T/peek.out")
@@ -139,7 +139,7 @@ wait_line "$T/peek.out" "^verified $verified\$|^FAIL" 30
 for f in pair peek; do
 	! grep -q '^FAIL' "$T/$f.out" || fail "restored: $f: $(grep -m 1 '^FAIL' "$T/$f.out")"
 done
-! locks | grep -q "^ibcr-$SPID-" || fail "the restore left the network lock"
+! locks | holds "^ibcr-$SPID-" || fail "the restore left the network lock"
 rm -f "$T/img.ckpt"
 
 # and a saver that is let be gets through, the programs unharmed

@@ -139,7 +139,7 @@ run_restored "reusing them"
 # change (the queue is not made) and before any process starts.
 "$PROGS/sysvipc" squat "$sem" 0x1b1b1b1b >/dev/null || fail "could not take id $sem"
 msg=$(timeout 60 "$LOADER" "$T/img.ckpt" 2>&1 </dev/null) && fail "restored over another set: $msg"
-echo "$msg" | grep -q "semaphore set $sem (key $key) cannot be restored: id $sem is taken by another semaphore set, key 0x1b1b1b1b" ||
+echo "$msg" | holds "semaphore set $sem (key $key) cannot be restored: id $sem is taken by another semaphore set, key 0x1b1b1b1b" ||
 	fail "the refusal does not say why: $msg"
 [ -z "$(ipc_line msg "$msq")" ] || fail "the refused restore made queue $msq"
 [ ! -e "/proc/$pid" ] || fail "the refused restore started pid $pid"

@@ -32,7 +32,7 @@ c = socket.socket(); c.bind(("127.0.0.1", int(sys.argv[1])))
 c.connect(l.getsockname())
 s, _ = l.accept(); c.close(); s.close(); l.close()
 PY
-ss -tan state time-wait "( sport = :$port )" | grep -q ":$port" ||
+ss -tan state time-wait "( sport = :$port )" | holds ":$port" ||
 	fail "no TIME_WAIT connection on port $port to test with"
 restart "$T/img.ckpt"
 expect_pid "$pid" "$RPID"

@@ -15,7 +15,7 @@ child=$(children_of "$pid")
 checkpoint "$pid" "$T/img.ckpt" --tree --kill
 grep -q 'repair ::1:[0-9]* -> ::1:' "$T/info.out" || fail "no IPv6 connection in the image: $(grep inet "$T/info.out")"
 table=$(lock_of "$T/img.ckpt")
-nft list table inet "$table" | grep -q 'ip6 saddr ::1 tcp sport' || fail "the lock has no IPv6 rule: $(nft list table inet "$table")"
+nft list table inet "$table" | holds 'ip6 saddr ::1 tcp sport' || fail "the lock has no IPv6 rule: $(nft list table inet "$table")"
 wait "$pid" 2>/dev/null || true
 while [ -e "/proc/$child" ]; do sleep 0.05; done
 restart "$T/img.ckpt"

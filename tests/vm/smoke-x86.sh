@@ -46,7 +46,7 @@ guest_pingpong() {
     cat <<'EOF'
 set -euo pipefail
 ibv_devices
-ibv_devices | grep -qw rxe0 || { echo "rxe0 not listed by ibv_devices" >&2; exit 1; }
+[[ " $(ibv_devices) " =~ [[:space:]]rxe0[[:space:]] ]] || { echo "rxe0 not listed by ibv_devices" >&2; exit 1; }
 port=18515
 srv_log=$(mktemp)
 timeout 120 ibv_rc_pingpong -d rxe0 -g 1 -n 1000 -p "$port" >"$srv_log" 2>&1 &
