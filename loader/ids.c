@@ -74,31 +74,66 @@ static void say_new_pid(const struct job *x, int err, pid_t got)
 			"pid %d%s\n", (int)want, strerror(err), (int)got, threads);
 }
 
-pid_t fork_as(const struct job *x, unsigned long flags, int *exact, int verbose)
+/* clone3 with the saved pid, waiting for a ghost that holds it; errno */
+static long fork_saved(const struct job *x, unsigned long flags)
 {
 	const struct timespec step = { 0, 2 * 1000 * 1000 };
 	pid_t want = x->ps.rec.pid;
 	long pid;
-	int err;
 
-	(void)verbose;	/* said always: a pid that changes matters */
 	for (int ms = 0;; ms += 2) {
 		pid = try_clone(want, flags);
-		if (pid >= 0) {
-			*exact = 1;
-			return (pid_t)pid;
-		}
-		err = errno;
-		if (err != EEXIST || ms >= PID_WAIT_MS || !held_by_ghost(want, x->ps.rec.comm))
-			break;
+		if (pid >= 0 || errno != EEXIST || ms >= PID_WAIT_MS ||
+		    !held_by_ghost(want, x->ps.rec.comm))
+			return pid;
 		nanosleep(&step, NULL);
 	}
-	*exact = 0;
+}
+
+pid_t fork_as(const struct job *x, unsigned long flags, int *exact)
+{
+	long pid = fork_saved(x, flags);
+	int err = errno;
+
+	*exact = pid >= 0;
+	if (pid >= 0)
+		return (pid_t)pid;
 	fflush(NULL);
 	pid = flags ? try_clone(0, flags) : fork();
 	if (pid > 0)
-		say_new_pid(x, err, (pid_t)pid);
+		say_new_pid(x, err, (pid_t)pid);	/* always: a pid that changes matters */
 	return (pid_t)pid;
+}
+
+/*
+ * A child's parent knows it by its pid (fork's result, wait's): under
+ * another one, the parent would wait for it in vain. Refused instead (the
+ * loader names the parent).
+ */
+pid_t fork_exact(const struct job *x, unsigned long flags, struct ibcr_err *e)
+{
+	long pid = fork_saved(x, flags);
+	int err = errno;
+	pid_t want = x->ps.rec.pid;
+	struct proc_stat st;
+
+	if (pid >= 0)
+		return (pid_t)pid;
+	if (err == EEXIST && proc_stat_of(want, &st))
+		ibcr_fail(e, "its child, pid %d (%.16s), is in use by a process, '%s': the "
+			  "parent knows it by that pid (free it, or restore with --pid-ns)",
+			  (int)want, x->ps.rec.comm, st.comm);
+	else if (err == EEXIST)	/* a thread's id, or a process gone since */
+		ibcr_fail(e, "its child, pid %d (%.16s), is in use: the parent knows it by "
+			  "that pid (free it, or restore with --pid-ns)", (int)want, x->ps.rec.comm);
+	else if (err == EPERM)
+		ibcr_fail(e, "its child, pid %d (%.16s): not permitted to choose its pid "
+			  "(needs root or CAP_CHECKPOINT_RESTORE), and the parent knows it by "
+			  "that pid (restore with --pid-ns)", (int)want, x->ps.rec.comm);
+	else
+		ibcr_fail_errno(e, err, "its child, pid %d (%.16s): cannot have its pid "
+				"back", (int)want, x->ps.rec.comm);
+	return -1;
 }
 
 static int has(const pid_t *v, uint32_t n, pid_t x)

@@ -396,7 +396,10 @@ int vdso_plan(struct plan *p, const struct restore *rs, uint8_t *proxy, uint64_t
 void tree_link(struct job *j, uint32_t n);
 int tree_start(struct job *j, uint32_t n, int base, int verbose);
 /* ids.c: the saved pid when permitted (waiting a little for its old holder) */
-pid_t fork_as(const struct job *x, unsigned long flags, int *exact, int verbose);
+/* a root: the saved pid, or another one said on stderr */
+pid_t fork_as(const struct job *x, unsigned long flags, int *exact);
+/* a child of a restored process: the saved pid, or -1 and e says why */
+pid_t fork_exact(const struct job *x, unsigned long flags, struct ibcr_err *e);
 /* ids.c: says once which threads did not get their saved ids */
 void ids_report(const struct job *x);
 

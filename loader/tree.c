@@ -130,12 +130,12 @@ static void fork_child(struct job *j, uint32_t n, uint32_t c, pid_t loader_pgid,
 	long slack = attrs_fork_slack(&j[c].ps);
 	const struct ibcr_proc *r = &j[c].ps.rec;
 	siginfo_t si;
-	pid_t pid = fork_as(&j[c], group_clone_flags(&j[c]), &j[c].rs.exact_pid, verbose);
+	struct ibcr_err e = { "" };
+	pid_t pid = fork_exact(&j[c], group_clone_flags(&j[c]), &e);
 
-	if (pid < 0) {
-		perror("restart-loader: fork");
-		_exit(127);
-	}
+	if (pid < 0)
+		child_fail(j[j[c].parent].rs.status_fd, &e);
+	j[c].rs.exact_pid = 1;
 	j[c].child = pid;	/* known here: a pidfd of it needs it (fdpidfd.c) */
 	if (pid == 0) {
 		if (is_zombie(&j[c]))
@@ -230,7 +230,7 @@ int tree_start(struct job *j, uint32_t n, int base, int verbose)
 		if (j[i].parent >= 0 || is_zombie(&j[i]))
 			continue;	/* a zombie without parent here: nobody to reap it */
 		slack = attrs_fork_slack(&j[i].ps);
-		j[i].child = fork_as(&j[i], 0, &j[i].rs.exact_pid, verbose);
+		j[i].child = fork_as(&j[i], 0, &j[i].rs.exact_pid);
 		if (j[i].child < 0) {
 			perror("restart-loader: fork");
 			return -1;

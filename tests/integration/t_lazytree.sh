@@ -118,25 +118,33 @@ for p in "${pids[@]}"; do
 done
 
 # 4. as nobody (no CAP_SYS_PTRACE): every process is filled before it
-# runs, each says why, and the tree checks right
+# runs, each says why, and the tree checks right; in a PID namespace of
+# its own (--pid-ns), where nobody may have the children's pids back
+# (their parents know them), and the signals go to the outer pids
 if [ "$(cat /proc/sys/vm/unprivileged_userfaultfd)" = 0 ]; then
 	for_nobody
 	start "$T/prog.out" "$PROGS/runas" 65534 65534 "$PROGS/lazytree"
 	pid=$PID
 	for c in 0 1 2 3; do wait_line "$T/prog.out" "^tick 3 idx $c "; done
 	root=$(sed -n 's/^tick [0-9]* idx 0 pid \([0-9]*\)$/\1/p' "$T/prog.out" | tail -n 1)
+	pids=("$root")
+	for c in 1 2 3; do
+		pids+=("$(sed -n "s/^child $c pid \([0-9]*\)$/\1/p" "$T/prog.out")")
+	done
 	checkpoint_as_nobody "$root" "$T/nobody.ckpt" --tree --kill
 	wait "$pid" 2>/dev/null || true
 	: >"$T/loader.err"
-	LOADER=$PROGS/runas LOADER_ARGS="65534 65534 $B/restart-loader --lazy --stats -v" \
+	LOADER=$PROGS/runas LOADER_ARGS="65534 65534 $B/restart-loader --pid-ns --lazy --stats -v" \
 		LOADER_ERR=$T/loader.err restart "$T/nobody.ckpt"
 	: >"$T/prog.out"
 	for c in 0 1 2 3; do wait_line "$T/prog.out" "^tick [0-9]* idx $c pid "; done
-	now=()
+	now=() outer=()
 	for c in 0 1 2 3; do
 		now+=("$(grep -a "^tick [0-9]* idx $c pid " "$T/prog.out" | tail -n 1 | sed 's/.* pid //')")
+		[ "${now[c]}" = "${pids[c]}" ] || fail "nobody: idx $c is pid ${now[c]} in its namespace, not ${pids[c]}"
+		outer+=("$(grep -lP "^NSpid:\t[0-9]+\t${now[c]}\$" /proc/[0-9]*/status | cut -d/ -f3)")
 	done
-	kill -USR1 "${now[@]}"
+	kill -USR1 "${outer[@]}"
 	for c in 0 1 3; do wait_line "$T/prog.out" "^CHECK OK idx $c traced 0$"; done
 	wait_line "$T/prog.out" '^GRAND OK traced 0$'
 	wait_line "$T/prog.out" "^exec tick 3 pid ${now[2]}\$"

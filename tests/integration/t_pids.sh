@@ -2,8 +2,10 @@
 # Identity (issue 14): a restore started the moment `saver --kill`
 # returns gets the original pid, ten times in a row; a pid still held by
 # the zombie of the checkpointed process (its parent slow to reap it) is
-# waited for; a pid or thread id that cannot come back is said, once,
-# and the next cycle is exact again.
+# waited for; a root's pid or a thread id that cannot come back is said,
+# once, and the next cycle is exact again; a child's pid in use refuses
+# the restore (its parent would wait for it in vain), and once the pid is
+# free the same image restores exactly.
 . "$(dirname "$0")/lib.sh"
 
 is_root || fail "this test needs root (restoring the original pids)"
@@ -95,4 +97,31 @@ diff "$T/tids.1" "$T/tids.2" >/dev/null ||
 n=$(last_tick "$T/thr.out")
 wait_line "$T/thr.out" "^tick $((n + 3)) "
 grep -q FAIL "$T/thr.out" && fail "threads program failed: $(grep FAIL "$T/thr.out")"
+kill -9 "$RPID"
+wait "$LPID" 2>/dev/null || true
+
+# --- a child's pid in use: refused, nothing of the image runs; then exact
+start "$T/fam.out" "$PROGS/family" 40 100
+pid=$PID
+wait_line "$T/fam.out" '^tick 5 '
+worker=$(children_of "$pid")
+[ -n "$worker" ] || fail "family did not start its worker"
+checkpoint "$pid" "$T/fam.ckpt" --tree --kill
+wait "$pid" 2>/dev/null || true
+while [ -e "/proc/$worker" ]; do sleep 0.05; done
+start "$T/hog2.out" "$PROGS/pidhog" "$worker"
+hog=$PID
+wait_line "$T/hog2.out" "^hog $worker\$"
+restart_refused "$T/fam.ckpt" "pid $pid: its child, pid $worker (family), is in use by a process, 'pidhog': the parent knows it by that pid"
+[ "$(wc -l <"$T/refused.out")" = 1 ] || fail "the refusal is not one line: $(cat "$T/refused.out")"
+[ ! -e "/proc/$pid" ] || fail "pid $pid runs after the refused restore: $(cat "/proc/$pid/comm")"
+kill -9 "$worker"	# the hog's child holds it; the hog then exits
+wait "$hog" 2>/dev/null || true
+while [ -e "/proc/$worker" ]; do sleep 0.05; done
+n=$(last_tick "$T/fam.out")
+restart "$T/fam.ckpt"
+expect_pid "$pid" "$RPID"
+[ "$(children_of "$RPID")" = "$worker" ] || fail "the worker is not $worker: $(children_of "$RPID")"
+wait "$LPID" || fail "the restored family exited with status $?"
+grep -q FAIL "$T/fam.out" && fail "family failed: $(grep FAIL "$T/fam.out")"
 exit 0

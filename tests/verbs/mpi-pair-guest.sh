@@ -53,11 +53,23 @@ fail() {
 	for f in "$M"/mpi.out "$M"/*.$ME.log "$M"/orted.log; do
 		[[ -f $f ]] && { echo "---- $f"; tail -n 15 "$f" | sed 's/^/    /'; }
 	done
-	# nothing of the job may outlive the check (this guest's processes)
-	for p in $(pgrep -x 'srun|mpirun|orted|mpiring|restart-loader|saver'); do
-		kill -KILL "$p" 2>/dev/null
+	job_state
+	# nothing of the job may outlive the check (this guest's processes;
+	# pgrep -x matches nothing for a pattern over 15 characters)
+	for p in srun mpirun orted mpiring restart-loader saver; do
+		pkill -KILL -x "$p"
 	done
 	exit 1
+}
+
+# What the job's processes here are doing, for a failure's report: state,
+# where each waits in the kernel, and the TCP connections between them.
+job_state() {
+	echo "---- $ME: the job's processes"
+	ps -eo pid=,ppid=,stat=,wchan:24=,comm= |
+		awk '$NF ~ /^(srun|mpirun|orted|mpiring|restart-loader|saver|slurmstepd)$/ { print "    " $0 }' 
+	echo "---- $ME: TCP"
+	ss -tanpH 2>/dev/null | grep -E 'mpirun|orted|mpiring' | sed 's/^/    /'
 }
 
 # The other guest's progress is seen through files it makes (a new name
@@ -97,11 +109,14 @@ wait_tick() {	# wait_tick N: rank 0 printed tick N (A's own file)
 	abort "the job did not reach tick $1"
 }
 
-# The names the job uses for the hosts, and pids out of the way of the
-# ones a restore takes back (this script's own children come after 20000).
+# setup [PIDBASE]: the names the job uses for the hosts, and pids out of
+# the way of the ones a restore takes back: a first boot's job gets pids
+# after 20000, a second boot's restart and daemons (Slurm's, whose
+# threads come and go) after 30000 (pid_max is 32768 there). A rank
+# whose pid was taken is refused (its parent waits for that pid).
 setup() {
 	grep -q ' vm-b$' /etc/hosts || printf '10.99.0.1 vm-a\n10.99.0.2 vm-b\n' >>/etc/hosts
-	echo 20000 >/proc/sys/kernel/ns_last_pid
+	echo "${1:-20000}" >/proc/sys/kernel/ns_last_pid
 }
 
 # start_job [PREFIX...]: the launch through PREFIX (srun); mpirun's output
@@ -188,7 +203,7 @@ ckpt() {
 swap() {
 	local img=img.B rc=0
 	[[ $ME == B ]] && img=img.A
-	setup
+	setup 30000
 	[[ -f $M/cut2/$img ]] || fail "no cut2/$img from the first boot"
 	rm -f "$M/abort"
 	timeout -k 10 900 "$S/restart-loader" --addr-map "${IPS[0]}=${IPS[1]}" \
@@ -329,15 +344,50 @@ slurm() {
 	echo "PASS mpipair_slurm_$ME ($((SECONDS - t0)) s)"
 }
 
+# restart_to_end DIR: ibcr-job restart of DIR's images in job $J, which
+# returns when the job ends. The job ends seconds after its answer: a
+# restart still running 120 s after it is a hang, and both guests say
+# what their processes do (not the whole restart's timeout later).
+restart_to_end() {
+	local lp rc=0 i
+	"$B/ibcr-job" restart -D "$1" --jobid "$J" >"$M/restart2.out" 2>&1 &
+	lp=$!
+	for ((i = 0; i < 9000; i++)); do
+		kill -0 $lp 2>/dev/null || break
+		[[ -f $M/answer ]] && break	# B saw it (swapped)
+		grep -q '^ANSWER' "$M/mpi.out" 2>/dev/null && break
+		sleep 0.1
+	done
+	for ((i = 0; i < 1200; i++)); do
+		kill -0 $lp 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 $lp 2>/dev/null; then
+		echo "$ME: the job did not end within 120 s of its answer" >"$M/abort"
+		sleep 3	# B's report too
+		kill $lp
+		fail "ibcr-job restart did not return within 120 s of the answer: $(tail -n 5 "$M/restart2.out")"
+	fi
+	wait $lp || rc=$?
+	((rc == 0)) || abort "ibcr-job restart: status $rc: $(tail -n 5 "$M/restart2.out")"
+	out=$(cat "$M/restart2.out")
+}
+
 slurmrestart() {
 	local out i j
-	setup
+	setup 30000
 	slurm_job
 	M=$RW/slurm
 	[[ -f $M/ckpt2/img.0 && -f $M/ckpt2/img.1 ]] || fail "no second images from the first boot"
 	slurm_cluster
-	if [[ $ME == B ]]; then	# mpirun is here now: its output is this guest's
-		wait_mark restarted 900
+	if [[ $ME == B ]]; then	# swapped, mpirun is here: its output is B's
+		for ((i = 0; i < 9000; i++)); do
+			[[ -f $M/restarted || -f $M/abort ]] && break
+			[[ ${IBCR_PAIR_SWAP:-0} == 1 && ! -f $M/answer ]] &&
+				grep -q '^ANSWER' "$M/mpi.out" 2>/dev/null && mark answer
+			sleep 0.1
+		done
+		wait_mark restarted 1
 		[[ ${IBCR_PAIR_SWAP:-0} == 0 ]] || check_answer
 		echo "PASS mpipair_slurmrestart_$ME (swap ${IBCR_PAIR_SWAP:-0}, $((SECONDS - t0)) s)"
 		return
@@ -352,8 +402,7 @@ slurmrestart() {
 		mv -f "$M/ckpt2/img.$i" "$M/swapped/img.$j" &&
 			cp "$M/ckpt2/node.$i" "$M/swapped/node.$j" || abort "no swapped images"
 	done
-	out=$(timeout 900 "$B/ibcr-job" restart -D "$M/swapped" --jobid "$J" 2>&1) ||
-		abort "ibcr-job restart: status $?: $(tail -n 5 <<<"$out")"
+	restart_to_end "$M/swapped"
 	[[ ${IBCR_PAIR_SWAP:-0} == 0 ]] && check_answer
 	pmix_fences "$(attempt "$M/swapped")" restart 4
 	echo "info: restart: $(grep -h 'ibcr-stats' <<<"$out" | tr '\n' '|')"
