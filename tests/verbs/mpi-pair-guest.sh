@@ -27,8 +27,8 @@
 #          fences per node, the verbs files through them), which does not
 #          return while the job runs; the restarted job checkpointed again
 #   slurmrestart  (second boot) a new Slurm cluster and allocation: the
-#          second checkpoint's images, each on its own node (IBCR_PAIR_SWAP=1:
-#          each on the other guest, which does not end yet: docs/verbs.md),
+#          second checkpoint's images, each on the other guest (IBCR_PAIR_SWAP=0:
+#          each on its own node),
 #          `ibcr-job restart -D DIR --jobid JOBID2` (PMIx, 4 fences per
 #          node): the right answer
 #
@@ -383,13 +383,13 @@ slurmrestart() {
 	if [[ $ME == B ]]; then	# swapped, mpirun is here: its output is B's
 		for ((i = 0; i < 9000; i++)); do
 			[[ -f $M/restarted || -f $M/abort ]] && break
-			[[ ${IBCR_PAIR_SWAP:-0} == 1 && ! -f $M/answer ]] &&
+			[[ ${IBCR_PAIR_SWAP:-1} == 1 && ! -f $M/answer ]] &&
 				grep -q '^ANSWER' "$M/mpi.out" 2>/dev/null && mark answer
 			sleep 0.1
 		done
 		wait_mark restarted 1
-		[[ ${IBCR_PAIR_SWAP:-0} == 0 ]] || check_answer
-		echo "PASS mpipair_slurmrestart_$ME (swap ${IBCR_PAIR_SWAP:-0}, $((SECONDS - t0)) s)"
+		[[ ${IBCR_PAIR_SWAP:-1} == 0 ]] || check_answer
+		echo "PASS mpipair_slurmrestart_$ME (swap ${IBCR_PAIR_SWAP:-1}, $((SECONDS - t0)) s)"
 		return
 	fi
 	# each image on its own node (IBCR_PAIR_SWAP=1: on the other guest,
@@ -398,16 +398,16 @@ slurmrestart() {
 	mkdir -p "$M/swapped"
 	for i in 0 1; do
 		j=$((1 - i))
-		[[ ${IBCR_PAIR_SWAP:-0} == 0 ]] && j=$i
+		[[ ${IBCR_PAIR_SWAP:-1} == 0 ]] && j=$i
 		mv -f "$M/ckpt2/img.$i" "$M/swapped/img.$j" &&
 			cp "$M/ckpt2/node.$i" "$M/swapped/node.$j" || abort "no swapped images"
 	done
 	restart_to_end "$M/swapped"
-	[[ ${IBCR_PAIR_SWAP:-0} == 0 ]] && check_answer
+	[[ ${IBCR_PAIR_SWAP:-1} == 0 ]] && check_answer
 	pmix_fences "$(attempt "$M/swapped")" restart 4
 	echo "info: restart: $(grep -h 'ibcr-stats' <<<"$out" | tr '\n' '|')"
 	mark restarted
-	echo "PASS mpipair_slurmrestart_$ME (job $J, swap ${IBCR_PAIR_SWAP:-0}, $((SECONDS - t0)) s)"
+	echo "PASS mpipair_slurmrestart_$ME (job $J, swap ${IBCR_PAIR_SWAP:-1}, $((SECONDS - t0)) s)"
 }
 
 case $PHASE in

@@ -7,7 +7,8 @@
 # and restarted with the images swapped (tests/verbs/mpi-pair-guest.sh);
 # the two guests as a Slurm cluster: the job checkpointed with ibcr-job
 # (once failing on node 1, the job running on) and restarted with ibcr-job
-# in the second boot's new allocation. Two pair boots. Prints PASS/FAIL lines and "pair: N passed, M failed";
+# in the second boot's new allocation, each image on the other guest
+# (IBCR_PAIR_SWAP=0: on its own). Two pair boots. Prints PASS/FAIL lines and "pair: N passed, M failed";
 # exits non-zero on a failure.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -26,7 +27,7 @@ for phase in ckpt swap; do
 	[[ $phase == swap ]] && slurm=slurmrestart
 	# each part on its own: one failing leaves the others their check
 	cmd="bash $ROOT/$G $phase $rw; a=\$?; bash $ROOT/$MG $phase $rw || a=1;"
-	cmd+=" bash $ROOT/$MG $slurm $rw || a=1; exit \$a"
+	cmd+=" IBCR_PAIR_SWAP=${IBCR_PAIR_SWAP:-1} bash $ROOT/$MG $slurm $rw || a=1; exit \$a"
 	tools/vm/x86-vm-pair.sh --timeout 1800 --rw "$rw" -- "$cmd" "$cmd" 2>&1 | tee "$log.$phase"
 done
 passed=$(grep -cE 'PASS (mpi)?pair_' "$log".* | awk -F: '{s += $2} END {print s}')
