@@ -453,13 +453,6 @@ static void first_aid(struct gstate *g)
 }
 
 /*
- * The network lock of a saver that died: its connections' packets flow
- * again, unless the image is complete and holds the lock and their
- * processes are gone (--kill: the restore lets them go). A connection
- * whose process is gone is then closed in repair mode, as the saver
- * would: its peer hears nothing, the restore takes it over.
- */
-/*
  * The saver may have died while its nft was adding the lock: that nft,
  * orphaned, can still commit the table after a first removal (seen in
  * t_saverkill_tcp). So the lock is removed again while such an nft could
@@ -467,12 +460,12 @@ static void first_aid(struct gstate *g)
  */
 static int drop_lock(const char *table, struct ibcr_err *e)
 {
-	static const long after_ms[] = { 0, 200, 500, 1300 };
+	static const long pause_ms[] = { 0, 200, 500, 1300 };	/* at 0, 0.2, 0.7, 2 s */
 
-	for (size_t i = 0; i < sizeof(after_ms) / sizeof(after_ms[0]); i++) {
-		struct timespec ts = { after_ms[i] / 1000, (after_ms[i] % 1000) * 1000000 };
+	for (size_t i = 0; i < sizeof(pause_ms) / sizeof(pause_ms[0]); i++) {
+		struct timespec ts = { pause_ms[i] / 1000, (pause_ms[i] % 1000) * 1000000 };
 
-		if (after_ms[i])
+		if (pause_ms[i])
 			nanosleep(&ts, NULL);
 		if (netlock_drop(table, e))
 			return -1;
@@ -480,6 +473,13 @@ static int drop_lock(const char *table, struct ibcr_err *e)
 	return 0;
 }
 
+/*
+ * The network lock of a saver that died: its connections' packets flow
+ * again, unless the image is complete and holds the lock and their
+ * processes are gone (--kill: the restore lets them go). A connection
+ * whose process is gone is then closed in repair mode, as the saver
+ * would: its peer hears nothing, the restore takes it over.
+ */
 static void unlock(struct gstate *g)
 {
 	int holds = g->lock_over || (g->lock[0] && netlock_image_holds(g->image, g->lock));
