@@ -4,8 +4,8 @@
  * checkpoint and restore, tried rather than guessed where it can be, one
  * line per capability: "NAME: ok|no|limited: what it means". Exit 0 when
  * checkpoint and restore work (ptrace and a [vdso]), 1 when not; what
- * is missing beyond that makes some processes refused or restored with
- * new pids, and the line says which.
+ * is missing beyond that makes some restores refused (or need an option:
+ * --pid-ns), and the line says which.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -141,8 +141,8 @@ static void check_set_tid(void)
 	if (pid > 0)
 		waitpid((pid_t)pid, &st, 0);
 	line("clone3 set_tid", pid > 0 ? "ok" : "limited", pid > 0 ? "%s" :
-	     "%s: restored processes get new pids and thread ids (needs root or "
-	     "CAP_CHECKPOINT_RESTORE)", pid > 0 ? "restored processes keep their pids" :
+	     "%s: the saved pids cannot be chosen (needs root or CAP_CHECKPOINT_RESTORE); "
+	     "restore with --pid-ns, or --new-pids", pid > 0 ? "restored processes keep their pids" :
 	     strerror(errno));
 }
 

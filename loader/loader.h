@@ -40,6 +40,7 @@ struct restore {
 	int status_fd;		/* child -> parent */
 	int control_fd;		/* parent -> child */
 	int exact_pid;		/* got the saved PID */
+	int new_ids;		/* --new-pids: a root or thread may get a new id */
 	uint32_t *cred_flags;	/* per thread, PLAN_CRED_* (creds.c) */
 	int seccomp;		/* a thread is under seccomp */
 	int loginuid_differs;	/* from the loader's: the child writes it */
@@ -333,6 +334,11 @@ struct job {
 	int pidfd;		/* --lazy: lazy_pin's (lazy.c), -1 before */
 };
 
+static inline int is_zombie(const struct job *x)
+{
+	return x->ps.rec.flags & IBCR_PROCF_ZOMBIE;
+}
+
 /* shm.c: shared memory objects, made once and handed down by fork */
 int shm_prepare(struct job *j, uint32_t n, const struct ibcr_sysv *sv, struct ibcr_err *e);
 /* The memfd that file object i is, made and mapped by shm_prepare, or -1. */
@@ -395,10 +401,12 @@ int vdso_plan(struct plan *p, const struct restore *rs, uint8_t *proxy, uint64_t
 /* tree.c: processes come back as the tree they were */
 void tree_link(struct job *j, uint32_t n);
 int tree_start(struct job *j, uint32_t n, int base, int verbose);
-/* ids.c: the saved pid when permitted (waiting a little for its old holder) */
-/* a root: the saved pid, or another one said on stderr */
-pid_t fork_as(const struct job *x, unsigned long flags, int *exact);
-/* a child of a restored process: the saved pid, or -1 and e says why */
+/* ids.c: every saved pid and tid can be had, or e says which cannot */
+int ids_preflight(const struct job *j, uint32_t n, struct ibcr_err *e);
+/* the saved pid (waiting a little for its old holder), or -1 and e says why; */
+/* a root with --new-pids: another one, said on stderr (*exact 0) */
+pid_t fork_root(const struct job *x, int *exact, struct ibcr_err *e);
+/* a child of a restored process */
 pid_t fork_exact(const struct job *x, unsigned long flags, struct ibcr_err *e);
 /* ids.c: says once which threads did not get their saved ids */
 void ids_report(const struct job *x);

@@ -215,11 +215,6 @@ static void kill_all(struct job *j, uint32_t n)
 		}
 }
 
-static int is_zombie(const struct job *x)
-{
-	return x->ps.rec.flags & IBCR_PROCF_ZOMBIE;
-}
-
 /* Waits until every restored process is ready; any failure stops them all. */
 static int wait_ready(struct job *j, uint32_t n)
 {
@@ -338,7 +333,7 @@ static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files 
 		x->rs = (struct restore){ .r = r, .ps = &x->ps, .proc = i, .exe_fd = -1,
 					  .verbose = o->verbose > 0, .files = files, .jobs = j,
 					  .njobs = r->hdr.nprocs, .backing = bc,
-					  .cpu_in_use = o->cpu_in_use,
+					  .cpu_in_use = o->cpu_in_use, .new_ids = o->new_pids,
 					  .cgroup_here = o->cgroup_here };
 		if (imgr_load_process(r, i, &x->ps, e))
 			return -1;
@@ -356,7 +351,8 @@ static int prepare(struct img_reader *r, struct job *j, const struct ibcr_files 
 				       x->ps.rec.gid[1]) && userns_check_creds(&x->ps, e))
 			return -1;
 	}
-	return 0;
+	tree_link(j, r->hdr.nprocs);
+	return ids_preflight(j, r->hdr.nprocs, e);
 }
 
 /* Every descriptor of the loader's goes above every saved number. */
@@ -515,7 +511,6 @@ int main(int argc, char **argv)
 		j[i].rs.fd_base = base;
 		j[i].pidfd = -1;
 	}
-	tree_link(j, r.hdr.nprocs);
 	for (uint32_t i = 0; o.lazy && i < r.hdr.nprocs; i++)
 		j[i].rs.lazy = 1;
 	if (o.lazy)	/* a tree's regions shared copy-on-write stay eager */

@@ -18,6 +18,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: restart-loader [-v | -vv] [--stats[=text|json]] [--progress | --no-progress]\n"
 		   "                      [--detach] [--pidfile FILE] [--log FILE] [--pid-ns]\n"
+		   "                      [--new-pids]\n"
 		   "                      [--path-map OLD=NEW]... [--addr-map OLD=NEW]...\n"
 		   "                      [--barrier CMD] [--cpu-check=enabled|in-use]\n"
 		   "                      [--cgroup=saved|here] [--lazy] IMAGE\n"
@@ -45,6 +46,10 @@ static void usage(FILE *f)
 		   "      --pid-ns        restore in a PID namespace of its own (and a user\n"
 		   "                      namespace when unprivileged): the original PIDs\n"
 		   "                      without privilege\n"
+		   "      --new-pids      where a saved pid (of a process whose parent is not in\n"
+		   "                      the image) or a thread id is taken or cannot be chosen,\n"
+		   "                      take a new one (said on stderr) instead of refusing;\n"
+		   "                      the program may still hold the old one\n"
 		   "      --cpu-check=enabled|in-use\n"
 		   "                      in-use: require only the CPU state the threads hold,\n"
 		   "                      not all the saving kernel enabled\n"
@@ -79,6 +84,7 @@ int loader_parse(int argc, char **argv, struct loader_opts *o)
 		{ "addr-map", required_argument, NULL, 'A' },
 		{ "barrier", required_argument, NULL, 'B' },
 		{ "pid-ns", no_argument, NULL, 'N' },
+		{ "new-pids", no_argument, NULL, 'I' },
 		{ "cpu-check", required_argument, NULL, 'C' },
 		{ "lazy", no_argument, NULL, 'L' },
 		{ "version", no_argument, NULL, 'V' },
@@ -115,6 +121,7 @@ int loader_parse(int argc, char **argv, struct loader_opts *o)
 			o->cgroup_here = !strcmp(optarg, "here");
 			break;
 		case 'N': o->pidns = 1; break;
+		case 'I': o->new_pids = 1; break;
 		case 'L': o->lazy = 1; break;
 		case 'C':
 			if (!optarg || (strcmp(optarg, "in-use") && strcmp(optarg, "enabled"))) {

@@ -16,6 +16,7 @@ struct loader_opts {
 	int progress;		/* -1 on a terminal, 0 never, 1 always */
 	const char *pidfile, *log;
 	int pidns;		/* --pid-ns: a PID namespace of its own */
+	int new_pids;		/* --new-pids: a root or thread whose id is taken gets another */
 	int cpu_in_use;		/* --cpu-check=in-use */
 	int unlock_net;		/* --unlock-net: only remove the image's network lock */
 	int cgroup_here;	/* --cgroup=here: stay in the loader's cgroup */

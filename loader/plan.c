@@ -331,7 +331,7 @@ int build_plan(struct restore *rs, uint64_t *entry, struct plan **plan,
 	p->img_fd = rs->r->fd;
 	p->status_fd = rs->status_fd;
 	p->control_fd = rs->control_fd;
-	p->flags = (rs->exact_pid ? PLAN_EXACT_TIDS : 0) |
+	p->flags = (rs->exact_pid ? PLAN_EXACT_TIDS : 0) | (rs->new_ids ? PLAN_NEW_TIDS : 0) |
 		   (trace_on() ? PLAN_TRACE : 0) |
 		   (rs->ps->nblocks || rs->stream_fill ? PLAN_FILL_BY_LOADER : 0) |
 		   (getenv("IBCR_NO_UFFD") ? PLAN_NO_UFFD : 0) |

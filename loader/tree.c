@@ -37,11 +37,6 @@ void tree_link(struct job *j, uint32_t n)
 	}
 }
 
-static int is_zombie(const struct job *x)
-{
-	return x->ps.rec.flags & IBCR_PROCF_ZOMBIE;
-}
-
 static const struct job *root_of(const struct job *j, uint32_t i)
 {
 	while (j[i].parent >= 0)
@@ -201,6 +196,7 @@ static int high_pipe(int p[2], int base)
 
 int tree_start(struct job *j, uint32_t n, int base, int verbose)
 {
+	struct ibcr_err e = { "" };
 	pid_t pgid = getpgrp();
 	long slack;
 
@@ -230,9 +226,9 @@ int tree_start(struct job *j, uint32_t n, int base, int verbose)
 		if (j[i].parent >= 0 || is_zombie(&j[i]))
 			continue;	/* a zombie without parent here: nobody to reap it */
 		slack = attrs_fork_slack(&j[i].ps);
-		j[i].child = fork_as(&j[i], 0, &j[i].rs.exact_pid);
+		j[i].child = fork_root(&j[i], &j[i].rs.exact_pid, &e);
 		if (j[i].child < 0) {
-			perror("restart-loader: fork");
+			fprintf(stderr, "restart-loader: %s\n", e.msg);
 			return -1;
 		}
 		if (j[i].child == 0)

@@ -125,6 +125,7 @@ struct plan_mm_map {
 #define PLAN_SECCOMP 0x20	/* threads under seccomp: the loader traces them */
 				/* with PTRACE_O_SUSPEND_SECCOMP to the end */
 #define PLAN_LAZY 0x40		/* regions with `lazy` go to the loader (core/lazy.c) */
+#define PLAN_NEW_TIDS 0x200	/* --new-pids: a taken TID is replaced, not fatal */
 #define PLAN_CREDS_SHARED 0x80	/* all threads share the main thread's credentials: */
 				/* it sets them before it makes the others */
 

@@ -174,7 +174,13 @@ void core_start_threads(struct plan *p)
 		core_slack_for_clone(p, i);
 		rc = clone_thread(p, i, p->flags & PLAN_EXACT_TIDS);
 
-		/* Someone took that TID meanwhile: a new one beats no thread. */
+		/*
+		 * Someone took that TID since the loader's check: libc caches it
+		 * (pthread_kill, robust mutexes), so only --new-pids accepts another.
+		 */
+		if (rc == -17 /* EEXIST */ && !(p->flags & PLAN_NEW_TIDS))
+			core_die(p, "thread %d: its id is in use (free it, restore with --pid-ns, or "
+				 "accept a new one with --new-pids)", p->threads[i].tid);
 		if (rc == -17 /* EEXIST */) {
 			p->exact_tids_failed = 1;
 			rc = clone_thread(p, i, 0);

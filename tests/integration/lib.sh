@@ -197,7 +197,7 @@ restart() {
 restart_refused() {
 	local img=$1 msg=$2 rc=0
 	shift 2
-	"$@" "$LOADER" "$img" >"$T/refused.out" 2>&1 || rc=$?
+	"$@" "$LOADER" ${LOADER_ARGS:-} "$img" >"$T/refused.out" 2>&1 || rc=$?
 	[ "$rc" = 1 ] || fail "restart-loader $img: exit status $rc, not 1 (a refusal): $(cat "$T/refused.out")"
 	grep -qF -- "$msg" "$T/refused.out" ||
 		fail "restart-loader $img: the refusal does not say '$msg': $(cat "$T/refused.out")"
@@ -207,7 +207,8 @@ restart_refused() {
 # nobody; for_nobody makes $T and $T/prog.out nobody's to write;
 # checkpoint_as_nobody PID IMAGE [SAVER-ARGS...] and restart_as_nobody
 # IMAGE are checkpoint (without --verify's second look) and restart with
-# saver and restart-loader run as nobody.
+# saver and restart-loader run as nobody; nobody cannot choose pids, so
+# the restart takes new ones (--new-pids, said on stderr).
 as_nobody() { "$PROGS/runas" 65534 65534 "$@"; }
 for_nobody() {
 	chmod 777 "$T"
@@ -222,7 +223,7 @@ checkpoint_as_nobody() {
 	[ -s "$img" ] || fail "saver left no image $img"
 }
 restart_as_nobody() {
-	LOADER=$PROGS/runas LOADER_ARGS="65534 65534 $B/restart-loader" restart "$1"
+	LOADER=$PROGS/runas LOADER_ARGS="65534 65534 $B/restart-loader --new-pids" restart "$1"
 }
 
 # ticks FILE: the numbers of the "tick N" lines, one per line.

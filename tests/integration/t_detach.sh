@@ -34,16 +34,22 @@ wait_line "$T/r.out" "^tick $((n + 3)) pid $rpid\$"
 grep -q 'trace:' "$T/log" || fail "-vv --log: no steps in the log: $(head -c 300 "$T/log")"
 [ ! -s "$T/r.err" ] || fail "the loader wrote on the caller's stderr with --log: $(head -c 300 "$T/r.err")"
 
-# the pid in use now (by the detached one): said in the log, once
+# the pid in use now (by the detached one): refused, said in the log;
+# with --new-pids a new one, said in the log, once
 checkpoint "$rpid" "$T/img2.ckpt"
 st=0
-timeout 60 "$LOADER" --detach --pidfile "$T/pid2" --log "$T/log2" "$T/img2.ckpt" \
+timeout 60 "$LOADER" --detach --log "$T/log1" "$T/img2.ckpt" </dev/null >"$T/r1.out" 2>"$T/r1.err" || st=$?
+[ "$st" = 1 ] || fail "--detach onto a pid in use: status $st, not 1: $(cat "$T/r1.err" "$T/log1")"
+holds -F "pid $rpid (counter) is in use by a process, 'counter'" <"$T/log1" ||
+	fail "the log does not say the pid is in use: $(cat "$T/log1")"
+st=0
+timeout 60 "$LOADER" --detach --new-pids --pidfile "$T/pid2" --log "$T/log2" "$T/img2.ckpt" \
 	</dev/null >"$T/r2.out" 2>"$T/r2.err" || st=$?
 [ "$st" = 0 ] || fail "second --detach: status $st: $(cat "$T/r2.err" "$T/log2")"
 rpid2=$(cat "$T/pid2")
 STARTED+=("$rpid2")
 [ "$rpid2" != "$rpid" ] || fail "restored with a pid in use?"
-[ "$(grep -c "pid $rpid is in use.*restored as pid $rpid2" "$T/log2")" = 1 ] ||
+[ "$(grep -c "pid $rpid (counter) is in use.*restored as pid $rpid2 (--new-pids)" "$T/log2")" = 1 ] ||
 	fail "the log does not say the pid changed, once: $(cat "$T/log2")"
 [ ! -s "$T/r2.err" ] || fail "the message went to stderr, not the log: $(cat "$T/r2.err")"
 kill -9 "$rpid" "$rpid2"

@@ -113,7 +113,7 @@ if [ "$(cat /proc/sys/vm/unprivileged_userfaultfd)" = 0 ]; then
 	checkpoint_as_nobody "$pid" "$T/nobody.ckpt" --kill
 	wait "$pid" 2>/dev/null || true
 	: >"$T/loader.err"
-	LOADER=$PROGS/runas LOADER_ARGS="65534 65534 $B/restart-loader --lazy --stats -v" \
+	LOADER=$PROGS/runas LOADER_ARGS="65534 65534 $B/restart-loader --new-pids --lazy --stats -v" \
 		LOADER_ERR=$T/loader.err restart "$T/nobody.ckpt"
 	before=$(last_tick "$T/prog.out")
 	wait_line "$T/prog.out" "^tick $((before + 2)) pid $RPID\$"

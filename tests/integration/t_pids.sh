@@ -2,10 +2,11 @@
 # Identity (issue 14): a restore started the moment `saver --kill`
 # returns gets the original pid, ten times in a row; a pid still held by
 # the zombie of the checkpointed process (its parent slow to reap it) is
-# waited for; a root's pid or a thread id that cannot come back is said,
-# once, and the next cycle is exact again; a child's pid in use refuses
-# the restore (its parent would wait for it in vain), and once the pid is
-# free the same image restores exactly.
+# waited for; a root's pid or a thread id in use refuses the restore in
+# one line naming its holder, and nothing runs; with --new-pids it gets a
+# new one, said once, and the next cycle is exact again; a child's pid in
+# use refuses the restore even so (its parent would wait for it in vain),
+# and once the pid is free the same image restores exactly.
 . "$(dirname "$0")/lib.sh"
 
 is_root || fail "this test needs root (restoring the original pids)"
@@ -54,21 +55,28 @@ kill -9 "$RPID"
 wait "$LPID" 2>/dev/null || true
 
 # --- the pid in use by a running process (the original, not killed):
-# a new pid, said once, naming both
+# refused, one line naming the holder; with --new-pids a new pid, said
+# once, naming both
 start "$T/busy.out" "$PROGS/counter" 100000 20
 pid=$PID
 wait_line "$T/busy.out" '^tick 3 '
 checkpoint "$pid" "$T/busy.ckpt"
+restart_refused "$T/busy.ckpt" "pid $pid (counter) is in use by a process, 'counter' (free it, restore with --pid-ns, or accept a new one with --new-pids)"
+[ "$(wc -l <"$T/refused.out")" = 1 ] || fail "the refusal is not one line: $(cat "$T/refused.out")"
+n=$(last_tick "$T/busy.out")
+wait_line "$T/busy.out" "^tick $((n + 2)) "
+[ "$(pids_in "$T/busy.out")" = "$pid" ] || fail "the refused restore ran: pids $(pids_in "$T/busy.out" | tr '\n' ' ')"
 : >"$T/loader.err"
-LOADER_ERR=$T/loader.err restart "$T/busy.ckpt"
+LOADER_ARGS=--new-pids LOADER_ERR=$T/loader.err restart "$T/busy.ckpt"
 [ "$RPID" != "$pid" ] || fail "restored as pid $pid, which was in use"
-[ "$(wc -l <"$T/loader.err")" = 1 ] && grep -qE "pid $pid is in use.*restored as pid $RPID" "$T/loader.err" ||
+[ "$(wc -l <"$T/loader.err")" = 1 ] && grep -qE "pid $pid \(counter\) is in use.*restored as pid $RPID \(--new-pids\)" "$T/loader.err" ||
 	fail "not one line naming the pid in use and the new one: $(cat "$T/loader.err")"
 kill -9 "$RPID" "$pid"
 wait "$LPID" "$pid" 2>/dev/null || true
 
-# --- a thread id in use (held by another process): the pid comes back,
-# that thread gets a new id, said once; the next cycle is exact again
+# --- a thread id in use (held by another process): refused, naming the
+# thread and the holder; with --new-pids the pid comes back, that thread
+# gets a new id, said once; the next cycle is exact again
 start "$T/thr.out" "$PROGS/threads" 100000 100
 pid=$PID
 wait_line "$T/thr.out" '^tick 3 '
@@ -76,8 +84,11 @@ tid=$(ls "/proc/$pid/task" | grep -vx "$pid" | head -n 1)
 checkpoint_kill "$pid" "$T/thr.ckpt"
 start "$T/hog.out" "$PROGS/pidhog" "$tid"
 wait_line "$T/hog.out" "^hog $tid\$"
+restart_refused "$T/thr.ckpt" "pid $pid (threads): its thread id $tid is in use by a process, 'pidhog'"
+[ "$(wc -l <"$T/refused.out")" = 1 ] || fail "the refusal is not one line: $(cat "$T/refused.out")"
+[ ! -e "/proc/$pid" ] || fail "pid $pid runs after the refused restore: $(cat "/proc/$pid/comm")"
 : >"$T/loader.err"
-LOADER_ERR=$T/loader.err restart "$T/thr.ckpt"
+LOADER_ARGS=--new-pids LOADER_ERR=$T/loader.err restart "$T/thr.ckpt"
 [ "$RPID" = "$pid" ] || fail "restored as pid $RPID, not $pid: $(cat "$T/loader.err")"
 [ "$(wc -l <"$T/loader.err")" = 1 ] && grep -qE "pid $pid: thread id\(s\) $tid were in use; those threads were restored as [0-9]+" "$T/loader.err" ||
 	fail "not one line naming thread $tid and its new id: $(cat "$T/loader.err")"

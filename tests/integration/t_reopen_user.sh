@@ -31,6 +31,6 @@ wait_line "$T/p.out" "^tick $((now + 2)) "
 # root may: it saves; the owner's restore then says which descriptor
 checkpoint "$pid" "$T/nb/root.ckpt"
 chmod 644 "$T/nb/root.ckpt"
-restart_refused "$T/nb/root.ckpt" "pid $pid fd 1: reopening $T/p.out: Permission denied" as_nobody
+LOADER_ARGS=--new-pids restart_refused "$T/nb/root.ckpt" "pid $pid fd 1: reopening $T/p.out: Permission denied" as_nobody
 kill -0 "$pid" || fail "the program did not run on"
 exit 0
