@@ -124,6 +124,19 @@ int park_prepare(struct target *t, struct ibcr_err *e)
 }
 
 #if ARCH_HAS_PARK
+/*
+ * The number of the syscall a thread is stopped in, where it is not in
+ * the registers (aarch64); -1: none, so that no restart rewinds the pc.
+ */
+static int set_syscall_nr(pid_t tid, long nr, struct ibcr_err *e)
+{
+	int32_t v = (int32_t)nr;
+
+	if (!ARCH_NT_SYSCALL)
+		return 0;
+	return pt_setregset(tid, ARCH_NT_SYSCALL, &v, sizeof(v), e);
+}
+
 /* The gadget is still what it was (the program's code can change). */
 static int gadget_ok(const struct park *p)
 {
@@ -199,7 +212,7 @@ static int park_safe(struct park *p, struct ibcr_err *e)
 		return -1;
 	}
 	p->safe = 1;
-	if (pt_setsigmask(p->tid, ~0ull, e)) {
+	if (set_syscall_nr(p->tid, -1, e) || pt_setsigmask(p->tid, ~0ull, e)) {
 		struct ibcr_err ignored;
 
 		park_release(p, &ignored);
@@ -291,7 +304,7 @@ static int park_swap(struct park *p, long nr, const uint64_t a[6], struct ibcr_e
 	if (pt_getregs(p->tid, &r, e))
 		return -1;
 	arch_park_syscall(&r, p->gadget, nr, a);
-	if (pt_setregs(p->tid, &r, e))
+	if (pt_setregs(p->tid, &r, e) || set_syscall_nr(p->tid, nr, e))
 		return -1;
 	die_point();
 	return 0;
@@ -357,7 +370,7 @@ int park_unhold(struct park *p, struct ibcr_err *e)
 		return -1;
 	arch_park_syscall(&r, p->gadget, SYS_getpid, a);
 	p->nr = SYS_getpid;
-	if (pt_setregs(p->tid, &r, e))
+	if (pt_setregs(p->tid, &r, e) || set_syscall_nr(p->tid, SYS_getpid, e))
 		return -1;
 	if (ptrace(PTRACE_SYSCALL, p->tid, NULL, NULL))
 		return ibcr_fail_errno(e, errno, "thread %d: PTRACE_SYSCALL", p->tid);

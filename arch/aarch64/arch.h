@@ -88,18 +88,68 @@ static inline long arch_find_syscall_insn(const uint8_t *code, unsigned long n)
 }
 
 /*
- * Parking (saver/park.c) is not done here yet: plain injection. (The
- * vdso's __kernel_rt_sigreturn is the gadget; the call is swapped in at
- * its entry stop through NT_ARM_SYSTEM_CALL.)
+ * Parking (saver/park.c): a thread carrying injected state sits on a
+ * sigreturn gadget ("mov x8, #139; svc #0": the vdso's
+ * __kernel_rt_sigreturn, or libc's __restore_rt) with its stack pointer
+ * on a signal frame of its real state. Each injected call is swapped in
+ * at the entry stop of that rt_sigreturn: the arguments in x0-x5, the
+ * number through NT_ARM_SYSTEM_CALL (the kernel has read x8 already).
  */
-#define ARCH_HAS_PARK 0
+#define ARCH_HAS_PARK 1
+#define ARCH_NR_SIGRETURN 139
+#define ARCH_NT_SYSCALL 0x404	/* NT_ARM_SYSTEM_CALL: the number at a syscall stop */
 
+/* Offset of a sigreturn gadget in code, or -1; *len: its length. */
 static inline long arch_find_sigreturn(const uint8_t *code, unsigned long n, unsigned *len)
 {
-	(void)code;
-	(void)n;
-	*len = 0;
+	/* mov x8, #139 (0xd2801168); svc #0 (0xd4000001), little-endian */
+	static const uint8_t g[] = { 0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4 };
+
+	for (unsigned long i = 0; i + sizeof(g) <= n; i += 4) {
+		unsigned k = 0;
+
+		while (k < sizeof(g) && code[i + k] == g[k])
+			k++;
+		if (k == sizeof(g)) {
+			*len = sizeof(g);
+			return (long)i;
+		}
+	}
 	return -1;
 }
+
+/* rt_sigreturn takes the frame at the stack pointer itself. */
+static inline uint64_t arch_frame_sp(uint64_t frame)
+{
+	return frame;
+}
+
+/* The parked state: on the gadget, the frame at `frame` (remote address). */
+static inline void arch_park_regs(struct arch_gpregs *r, uint64_t gadget, uint64_t frame)
+{
+	r->pc = gadget;
+	r->sp = arch_frame_sp(frame);
+}
+
+/* At the entry stop of the gadget's rt_sigreturn: nr's arguments, then the gadget. */
+static inline void arch_park_syscall(struct arch_gpregs *r, uint64_t gadget, long nr,
+				     const uint64_t a[6])
+{
+	(void)nr;	/* NT_ARM_SYSTEM_CALL carries it */
+	for (int i = 0; i < 6; i++)
+		r->regs[i] = a[i];
+	r->pc = gadget;
+}
+
+/* A state that runs exit_group(0) at insn (an svc #0 instruction). */
+static inline void arch_exit_regs(struct arch_gpregs *r, uint64_t insn)
+{
+	r->pc = insn;
+	r->regs[8] = 94;	/* exit_group */
+	r->regs[0] = 0;
+}
+
+/* No red zone in the AAPCS64: a signal frame goes right below sp. */
+#define ARCH_RED_ZONE 0
 
 #endif

@@ -133,6 +133,7 @@ static inline long arch_find_syscall_insn(const uint8_t *code, unsigned long n)
  */
 #define ARCH_HAS_PARK 1
 #define ARCH_NR_SIGRETURN 15
+#define ARCH_NT_SYSCALL 0	/* none: orig_rax, in the registers, is the number */
 
 /* Offset of a sigreturn gadget in code, or -1; *len: its length. */
 static inline long arch_find_sigreturn(const uint8_t *code, unsigned long n, unsigned *len)
