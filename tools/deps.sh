@@ -32,9 +32,16 @@ install() {
 	fi
 	echo "deps: installing $need" >&2
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq >/dev/null
+	# another apt or dpkg may run (unattended-upgrades on a fresh machine,
+	# another step): the dpkg lock is waited for, the lists lock (which has
+	# no timeout) retried
+	for try in 1 2 3 4 5 6 7 8 9 10; do
+		apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null 2>&1 && break
+		echo "deps: apt-get update failed (try $try; apt busy?)" >&2
+		sleep 10
+	done
 	# shellcheck disable=SC2086
-	apt-get install -y -qq --no-install-recommends $need >/dev/null
+	apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $need >/dev/null
 }
 
 case "${1:-build}" in
