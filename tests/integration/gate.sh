@@ -58,7 +58,7 @@ saver_refuses() {
 
 # gate_mode_nobody PROG MODE [SAVER-ARGS...]: the same as an unprivileged
 # user (nobody): checkpointed with --kill and restored by that user, no
-# chosen pid. The restored process must pass its checks.
+# chosen pid (--new-pids). The restored process must pass its checks.
 gate_mode_nobody() {
 	local prog=$1 mode=$2 d
 	shift 2
@@ -74,7 +74,7 @@ while ! grep -q '^ready ' out 2>/dev/null; do sleep 0.05; done
 "$SAVER" --kill -o img $* \$pid 2>saver.err || exit 10
 wait \$pid
 touch go
-"$LOADER" img 2>loader.err || exit 11
+"$LOADER" --new-pids img 2>loader.err || exit 11
 EOS
 	chown -R 65534:65534 "$d"
 	timeout 120 "$PROGS/runas" 65534 65534 bash "$d/job.sh" </dev/null 3>&- ||

@@ -98,7 +98,7 @@ pid=\$!
 while ! grep -q '^tick 5 ' prog.out 2>/dev/null; do sleep 0.05; done
 "$SAVER" --kill -o img.ckpt \$pid 2>saver.err || exit 10
 wait \$pid
-"$LOADER" img.ckpt 2>loader.err || exit 11
+"$LOADER" --new-pids img.ckpt 2>loader.err || exit 11
 EOS
 chown -R 65534:65534 "$T/nobody"
 timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups bash "$T/nobody/job.sh" </dev/null 3>&- ||

@@ -20,7 +20,7 @@ one() {	# one NAME PROGRAM ARGS...: run, save with --kill, restore, finish
 	while ! grep -qE '^(tick 2 |FAIL)' \$name.out 2>/dev/null; do sleep 0.05; done
 	"$SAVER" --kill -o \$name.ckpt \$pid 2>\$name.saver || { echo "\$name: saver: \$(cat \$name.saver)"; return 1; }
 	wait \$pid
-	"$LOADER" \$name.ckpt >>\$name.out 2>\$name.loader || { echo "\$name: restore: \$(cat \$name.loader) \$(grep FAIL \$name.out)"; return 1; }
+	"$LOADER" --new-pids \$name.ckpt >>\$name.out 2>\$name.loader || { echo "\$name: restore: \$(cat \$name.loader) \$(grep FAIL \$name.out)"; return 1; }
 	grep -q '^DONE' \$name.out || { echo "\$name: did not finish: \$(tail -2 \$name.out)"; return 1; }
 }
 st=0

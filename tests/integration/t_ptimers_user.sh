@@ -13,7 +13,7 @@ pid=\$!
 while ! grep -q '^tick 2 ' prog.out 2>/dev/null; do sleep 0.05; done
 "$SAVER" --kill -o img.ckpt \$pid 2>saver.err || exit 10
 wait \$pid
-"$LOADER" img.ckpt 2>loader.err &
+"$LOADER" --new-pids img.ckpt 2>loader.err &
 lpid=\$!
 n=\$(grep -c '^tick' prog.out)
 while [ "\$(grep -c '^tick' prog.out)" -lt \$((n + 3)) ]; do

@@ -88,7 +88,7 @@ while ! grep -q '^tick 5 ' ../user.out 2>/dev/null; do sleep 0.05; done
 wait \$pid
 cd "$T"
 rm -rf "$T/user"
-timeout 60 "$LOADER" user.ckpt 2>>user.err || exit 11
+timeout 60 "$LOADER" --new-pids user.ckpt 2>>user.err || exit 11
 [ -x "$T/user/bin/counter" ] || exit 12
 EOS
 chown -R 65534:65534 "$T"

@@ -71,7 +71,7 @@ start "$T/prog.out" "$PROGS/shared" 100 100 posix "/$SHM"
 pid=$PID
 wait_line "$T/prog.out" '^tick 3 '
 checkpoint "$pid" "$T/img.ckpt" --tree
-if "$LOADER" "$T/img.ckpt" >"$T/refused.out" 2>&1; then
+if "$LOADER" --new-pids "$T/img.ckpt" >"$T/refused.out" 2>&1; then
 	fail "a restore beside the running original was not refused"
 fi
 grep -q "/dev/shm/$SHM: mapped by running pid" "$T/refused.out" ||

@@ -391,7 +391,7 @@ t_other_creds() {
 	! pgrep -f "$T/rc_pp" >/dev/null || fail "an rc_pp runs after the refusal"
 	sed 's/^/info: /' refused.out
 	rc=0
-	"$R" 65534 65534 "$S/restart-loader" job.ckpt >restart.out 2>&1 || rc=$?
+	"$R" 65534 65534 "$S/restart-loader" --new-pids job.ckpt >restart.out 2>&1 || rc=$?
 	((rc == 0)) || fail "restart-loader by nobody: status $rc: $(tail -n 3 restart.out)"
 	grep -q "rc_pp client: 1500 iterations verified" client.out ||
 		fail "restored by nobody, the pair did not finish: $(tail -n 3 restart.out client.out)"
