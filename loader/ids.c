@@ -98,14 +98,13 @@ int ids_preflight(const struct job *j, uint32_t n, struct ibcr_err *e)
 			return ibcr_fail(e, "pid %d (%.16s): not permitted to choose its pid (needs "
 					 "root or CAP_CHECKPOINT_RESTORE) (%s)", (int)ps->rec.pid,
 					 ps->rec.comm, NEW_IDS_PRIV_HINT);
-		if (id_taken(ps->rec.pid, holder, sizeof(holder)) && child)
-			return ibcr_fail(e, "pid %d: its child, pid %d (%.16s), is in use by %s: the "
-					 "parent knows it by that pid (%s)",
-					 (int)j[j[i].parent].ps.rec.pid, (int)ps->rec.pid,
-					 ps->rec.comm, holder, hint);
 		if (id_taken(ps->rec.pid, holder, sizeof(holder)))
-			return ibcr_fail(e, "pid %d (%.16s) is in use by %s (%s)", (int)ps->rec.pid,
-					 ps->rec.comm, holder, hint);
+			return child ? ibcr_fail(e, "pid %d: its child, pid %d (%.16s), is in use by "
+						 "%s: the parent knows it by that pid (%s)",
+						 (int)j[j[i].parent].ps.rec.pid, (int)ps->rec.pid,
+						 ps->rec.comm, holder, hint) :
+				       ibcr_fail(e, "pid %d (%.16s) is in use by %s (%s)",
+						 (int)ps->rec.pid, ps->rec.comm, holder, hint);
 		for (uint32_t k = 1; !j[i].rs.new_ids && !is_zombie(&j[i]) && k < ps->rec.nthreads;
 		     k++)
 			if (id_taken(ps->threads[k].rec.tid, holder, sizeof(holder)))
