@@ -19,4 +19,18 @@ struct arch_thread_extra {
  */
 int arch_capture_thread(pid_t tid, struct arch_thread_extra *x, int *regset);
 
+/*
+ * 1 when the saved FP state's memory-protection-key rights (x86 PKRU)
+ * are what every new process here starts with, which a CPU without
+ * protection keys can stand in for: nothing else can read them there.
+ * 0 otherwise, and on an arch without them.
+ */
+int arch_fp_pkeys_default(const uint8_t *fpregs, uint32_t size);
+
+/*
+ * 0 when a restore can give the saved FP state back exactly; otherwise -1
+ * and the cause in why (x86: AMX tile data in use).
+ */
+int arch_fp_restorable(const uint8_t *fpregs, uint32_t size, char *why, size_t n);
+
 #endif

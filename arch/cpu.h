@@ -10,7 +10,12 @@
  * (arch/<arch>/cpu.c); otherwise -1 and the reason in `why`.
  */
 int arch_check_cpu(const uint8_t *fpregs, uint32_t size, char *why, size_t n);
-/* The same, requiring only the state the thread holds (--cpu-check=in-use). */
-int arch_check_cpu_in_use(const uint8_t *fpregs, uint32_t size, char *why, size_t n);
+/*
+ * The same, requiring only the state the thread holds (--cpu-check=in-use);
+ * with pkeys_default, x86 PKRU holding the saving kernel's default for new
+ * processes is not required (arch_fp_pkeys_default, capture.h).
+ */
+int arch_check_cpu_in_use(const uint8_t *fpregs, uint32_t size, int pkeys_default,
+			  char *why, size_t n);
 
 #endif

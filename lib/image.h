@@ -291,17 +291,23 @@ enum ibcr_ctid_mode {
  * part come gpregs_size bytes of general registers (the arch's
  * NT_PRSTATUS layout), fpregs_size bytes of FP/SIMD state (x86_64:
  * NT_X86_XSTATE, aarch64: NT_PRFPREG) and nsiginfo pending siginfos of
- * 128 bytes each (per-thread queue; the process-wide queue is on the main
- * thread with IBCR_THREADF_SHARED_SIG set on each entry's record below).
+ * 128 bytes each (per-thread queue), then on the main thread
+ * nsiginfo_shared of the process-wide queue.
  *
  * Registers are stored ready to resume: when the checkpoint interrupted a
  * system call that the kernel would restart, the program counter is moved
  * back onto the system call instruction and the number/argument register
  * restored, so resuming re-executes it (syscall_nr/syscall_ret say which).
  */
+enum ibcr_thread_flags {
+	/* x86 PKRU is the saving machine's default for new processes (and no
+	 * region has a protection key): a CPU without PKU may restore it */
+	IBCR_THREADF_PKEYS_DEFAULT = 0x1,
+};
+
 struct ibcr_thread {
 	int32_t tid;
-	uint32_t flags;
+	uint32_t flags;		/* enum ibcr_thread_flags */
 	uint64_t sigmask;	/* blocked signals */
 	uint64_t clear_child_tid;
 	uint32_t ctid_mode;	/* enum ibcr_ctid_mode */

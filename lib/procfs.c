@@ -115,6 +115,11 @@ void maps_parse(char *text, int with_flags, struct maps_entry **out, size_t *n)
 			v[cnt - 1].vmflags |= parse_vmflags(line + 8);
 			continue;
 		}
+		if (with_flags && cnt && !strncmp(line, "ProtectionKey:", 14)) {
+			if (strtoull(line + 14, NULL, 10))
+				v[cnt - 1].vmflags |= VMF_PKEY;
+			continue;
+		}
 		if (with_flags && cnt && !strncmp(line, "AnonHugePages:", 14)) {
 			if (strtoull(line + 14, NULL, 10))
 				v[cnt - 1].vmflags |= VMF_THP;

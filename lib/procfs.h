@@ -25,6 +25,7 @@
 #define VMF_MAYWRITE 0x2000	/* mw */
 #define VMF_DROPPABLE 0x4000	/* dp: MAP_DROPPABLE (6.11) */
 /* no VmFlags mnemonic: smaps shows AnonHugePages above 0 */
+#define VMF_PKEY 0x40000000	/* smaps ProtectionKey: not 0 */
 #define VMF_THP 0x80000000
 
 struct maps_entry {

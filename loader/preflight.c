@@ -95,9 +95,15 @@ int preflight(struct restore *rs, struct ibcr_err *e)
 	for (uint32_t i = 0; i < ps->rec.nthreads; i++) {
 		char why[256];
 
-		if ((rs->cpu_in_use ? arch_check_cpu_in_use : arch_check_cpu)(
-			    ps->threads[i].fpregs, ps->threads[i].rec.fpregs_size, why, sizeof(why)))
-			return ibcr_fail(e, "thread %d: %s", ps->threads[i].rec.tid, why);
+		const struct ibcr_thread_state *t = &ps->threads[i];
+		int bad = rs->cpu_in_use ?
+			arch_check_cpu_in_use(t->fpregs, t->rec.fpregs_size,
+					      !!(t->rec.flags & IBCR_THREADF_PKEYS_DEFAULT),
+					      why, sizeof(why)) :
+			arch_check_cpu(t->fpregs, t->rec.fpregs_size, why, sizeof(why));
+
+		if (bad)
+			return ibcr_fail(e, "thread %d: %s", t->rec.tid, why);
 	}
 	return 0;
 }

@@ -238,6 +238,8 @@ static int classify(struct target *t, const struct maps_entry *m,
 		v->kind = IBCR_VMA_SPECIAL;
 		return strcmp(p, "[vdso]") ? 0 : vdso_identity(t, v, e);
 	}
+	if (m->vmflags & VMF_PKEY)
+		return REGION_FAIL("a memory protection key (pkey_mprotect) is not supported yet");
 	if (m->vmflags & VMF_HUGETLB)
 		return REGION_FAIL("hugetlbfs memory is not supported yet");
 	if (m->vmflags & (VMF_IO | VMF_PFNMAP))

@@ -111,6 +111,8 @@ static void print_threads(uint32_t arch, const struct ibcr_process_state *ps)
 			printf("  in syscall %lld", (long long)t->rec.syscall_nr);
 		if (t->rec.nsiginfo)
 			printf("  %u pending", t->rec.nsiginfo);
+		if (t->rec.flags & IBCR_THREADF_PKEYS_DEFAULT)
+			printf("  pkeys default");
 		printf("\n");
 	}
 	if (ps->nptimers)

@@ -14,7 +14,9 @@ int arch_check_cpu(const uint8_t *fpregs, uint32_t size, char *why, size_t n)
 	return 0;
 }
 
-int arch_check_cpu_in_use(const uint8_t *fpregs, uint32_t size, char *why, size_t n)
+int arch_check_cpu_in_use(const uint8_t *fpregs, uint32_t size, int pkeys_default,
+			  char *why, size_t n)
 {
+	(void)pkeys_default;
 	return arch_check_cpu(fpregs, size, why, n);
 }

@@ -15,6 +15,7 @@
 #include "cpu.h"
 
 #define SW_BYTES_OFFSET 464
+#define XFEATURE_MASK_PKRU (1ULL << 9)
 
 static uint64_t enabled_xfeatures(void)
 {
@@ -44,9 +45,12 @@ static int check_sse42(char *why, size_t n)
  * holds (XSTATE_BV, byte 512: those not in their initial state) must be
  * enabled here. The registers then come back exactly; that the program
  * will not use what it found at start (glibc chooses its string functions
- * once) is what the user vouches for.
+ * once) is what the user vouches for. PKRU at the kernel's default is not
+ * held: where PKU is off it can neither be read nor matter, and the signal
+ * frame drops components this CPU lacks (sigframe.c).
  */
-int arch_check_cpu_in_use(const uint8_t *fpregs, uint32_t size, char *why, size_t n)
+int arch_check_cpu_in_use(const uint8_t *fpregs, uint32_t size, int pkeys_default,
+			  char *why, size_t n)
 {
 	uint64_t used, here;
 
@@ -55,6 +59,8 @@ int arch_check_cpu_in_use(const uint8_t *fpregs, uint32_t size, char *why, size_
 	if (size < 512 + 64)
 		return 0;
 	memcpy(&used, fpregs + 512, 8);
+	if (pkeys_default)	/* no PKU here: nothing can read or need PKRU */
+		used &= ~XFEATURE_MASK_PKRU;
 	here = enabled_xfeatures();
 	if (!(used & ~here))
 		return 0;

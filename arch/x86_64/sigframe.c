@@ -83,25 +83,41 @@ static void copy_gpregs(struct k_sigcontext *mc, const struct arch_gpregs *r)
  * and MAGIC2 after the area, or the kernel restores x87/SSE state only.
  */
 /*
- * This CPU's enabled components and the size of their XSAVE area. A
- * thread saved where more were enabled (restored with --cpu-check=in-use:
- * those it holds are enabled here) comes back with the area cut to that
- * size, whose standard-format offsets are the same everywhere: a larger
- * one would make the kernel restore x87/SSE state only.
+ * AMX tile data (component 18) is the kernel's one dynamic component: a
+ * process has room for it only once it asked (ARCH_REQ_XCOMP_PERM), and a
+ * frame larger than the process's room makes the kernel restore x87/SSE
+ * state only. So the frame carries it only when the thread holds it.
  */
-static void here_xsave(uint64_t *xcr0, uint32_t *size)
+#define XFEATURE_MASK_DYNAMIC (1ULL << 18)
+
+/* This CPU's enabled components (XCR0); x87 and SSE without XSAVE. */
+static uint64_t here_xcr0(void)
 {
 	unsigned int a, b, c, d;
 	uint32_t lo, hi;
 
-	*xcr0 = 0x3;
-	*size = 0;
-	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) ||
-	    !__get_cpuid_count(0xd, 0, &a, &b, &c, &d))
-		return;
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
+		return 0x3;
 	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-	*xcr0 = ((uint64_t)hi << 32) | lo;
-	*size = b;
+	return ((uint64_t)hi << 32) | lo;
+}
+
+/*
+ * The standard-format size of an XSAVE area holding the components in
+ * mask (x87 and SSE always): the end of the highest one, from CPUID 0xD.
+ * Offsets in that format are fixed per component, so this CPU's layout
+ * is the saved one up to there.
+ */
+static uint32_t xsave_size(uint64_t mask)
+{
+	unsigned int a, b, c, d;
+	uint32_t size = 512 + 64;
+
+	for (unsigned int i = 2; i < 63; i++)
+		if ((mask >> i & 1) && __get_cpuid_count(0xd, i, &a, &b, &c, &d) &&
+		    a && b + a > size)
+			size = b + a;
+	return size;
 }
 
 static int make_xsave_frame(uint8_t *fp, uint32_t size)
@@ -111,20 +127,23 @@ static int make_xsave_frame(uint8_t *fp, uint32_t size)
 		uint64_t xfeatures;
 		uint32_t xstate_size, padding[7];
 	} sw = { FP_XSTATE_MAGIC1, 0, 0, 0, { 0 } };
-	uint32_t magic2 = FP_XSTATE_MAGIC2, here_size;
-	uint64_t here, bv;
+	uint32_t magic2 = FP_XSTATE_MAGIC2, want;
+	uint64_t bv, mask;
 
 	if (size < 512 + 64)
 		return 0;	/* FXSAVE only */
-	here_xsave(&here, &here_size);
-	if (here_size >= 512 + 64 && here_size < size)
-		size = here_size;
-	memcpy(&sw.xfeatures, fp + SW_BYTES_OFFSET, 8);	/* the saved XCR0 */
-	sw.xfeatures &= here;
+	memcpy(&mask, fp + SW_BYTES_OFFSET, 8);	/* the saved XCR0 */
+	memcpy(&bv, fp + 512, 8);	/* XSTATE_BV: what is not in its initial state */
+	mask &= here_xcr0();
+	if (!(bv & XFEATURE_MASK_DYNAMIC))
+		mask &= ~XFEATURE_MASK_DYNAMIC;
+	want = xsave_size(mask);
+	if (want < size)
+		size = want;
+	bv &= mask;
+	sw.xfeatures = mask;
 	sw.xstate_size = size;
 	sw.extended_size = size + 4;
-	memcpy(&bv, fp + 512, 8);	/* XSTATE_BV: what is not in its initial state */
-	bv &= here;
 	memcpy(fp + 512, &bv, 8);
 	memcpy(fp + SW_BYTES_OFFSET, &sw, sizeof(sw));
 	memcpy(fp + size, &magic2, 4);

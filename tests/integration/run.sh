@@ -16,11 +16,23 @@ tests=("$@")
 	[ -z "$arch" ] || [[ " $arch " == *" $(uname -m) "* ]] || continue
 	tests+=("$t")
 done
-pass=0 failed=()
+# A test that says "# cpu: FLAG" needs that /proc/cpuinfo flag: without
+# it, it is not run and the summary says so (never counted as passed).
+cpu_lacks() {
+	local flag
+	flag=$(sed -n 's/^# cpu: //p' "$1")
+	[ -n "$flag" ] && ! grep -qw -- "$flag" /proc/cpuinfo && echo "$flag"
+}
+pass=0 failed=() notrun=()
 logs=$(mktemp -d /tmp/ibcr-run.XXXXXX)	# own logs: others may run the suite too
 trap 'rm -rf "$logs"' EXIT
 for t in "${tests[@]}"; do
 	t=${t%.sh}.sh
+	if lacks=$(cpu_lacks "$t"); then
+		notrun+=("${t%.sh}")
+		printf 'NOT RUN %-37s this CPU lacks %s\n' "${t%.sh}" "$lacks"
+		continue
+	fi
 	start=$(now_ms)
 	if timeout "${KILL[@]}" "$LIMIT" bash "$t" >"$logs/$t.log" 2>&1; then
 		pass=$((pass + 1))
@@ -32,5 +44,6 @@ for t in "${tests[@]}"; do
 	fi
 	rm -f "$logs/$t.log"
 done
-echo "integration: $pass passed, ${#failed[@]} failed ${failed[*]:+(${failed[*]})}"
+echo "integration: $pass passed, ${#failed[@]} failed ${failed[*]:+(${failed[*]})}" \
+	"${notrun[*]:+, ${#notrun[@]} not run on this CPU (${notrun[*]})}"
 [ ${#failed[@]} -eq 0 ]

@@ -93,8 +93,10 @@ static void smaps_flags(void **state)
 			 "VmFlags: rd wr mr mw me dc ac sd um uw\n"
 			 "7f0000200000-7f0000201000 rw-p 00000000 00:00 0   /a file\n"
 			 "AnonHugePages:         0 kB\n"
+			 "ProtectionKey:         0\n"
 			 "VmFlags: rd wr mr mw me gd ac lo dp\n"
 			 "7f0000300000-7f0000301000 r--p 00000000 00:00 0\n"
+			 "ProtectionKey:         3\n"
 			 "VmFlags: rd mr me wf", 1, &m);	/* the last flag ends the text */
 
 	assert_int_equal(n, 3);
@@ -102,7 +104,7 @@ static void smaps_flags(void **state)
 	assert_string_equal(m[1].path, "/a file");
 	assert_int_equal(m[1].vmflags, VMF_MAYWRITE | VMF_GROWSDOWN | VMF_ACCOUNT | VMF_LOCKED |
 			 VMF_DROPPABLE);
-	assert_int_equal(m[2].vmflags, VMF_WIPEONFORK);
+	assert_int_equal(m[2].vmflags, VMF_WIPEONFORK | VMF_PKEY);
 	maps_free(m, n);
 	/* maps, not smaps: no flags taken even when such a line is there */
 	n = parse("7f0000000000-7f0000001000 rw-p 00000000 00:00 0\nVmFlags: dc\n", 0, &m);
