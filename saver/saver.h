@@ -66,6 +66,8 @@ struct cow_map {
 
 /* seize.c */
 int target_check(pid_t pid, struct ibcr_err *e);
+/* Refuses a process of a PID namespace below this saver's (seize.c). */
+int pidns_check(pid_t pid, struct ibcr_err *e);
 int target_seize(struct target *t, struct ibcr_err *e);
 void target_release(struct target *t, int how);
 /* After a failure: says so if it was because a process exited meanwhile */

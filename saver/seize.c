@@ -205,6 +205,53 @@ static int seize_new(struct target *t, struct ibcr_err *e)
 	return added;
 }
 
+/*
+ * The NSpid: line of /proc/PID/status (pid 0: this saver): how many PID
+ * namespaces see it, and in *inner the pid its innermost one gives it.
+ * 0 when the line cannot be read.
+ */
+static int nspid_depth(pid_t pid, long *inner)
+{
+	char path[64], *text = NULL, *line, *end;
+	struct ibcr_err ignored;
+	int depth = 0;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	if (proc_read(path, &text, NULL, &ignored))
+		return 0;
+	line = strstr(text, "\nNSpid:");
+	for (line = line ? line + 7 : NULL; line; line = end, depth++) {
+		long v = strtol(line, &end, 10);
+
+		if (end == line)
+			break;
+		*inner = v;
+	}
+	free(text);
+	return depth;
+}
+
+/*
+ * A process in a PID namespace below this saver's knows itself, its
+ * parent and its group by that namespace's pids, which /proc here does
+ * not show: saved from here, it would come back with other ids.
+ */
+int pidns_check(pid_t pid, struct ibcr_err *e)
+{
+	long inner = 0, self = 0;
+	int depth = nspid_depth(pid, &inner), own = nspid_depth(0, &self);
+
+	if (!depth || !own || depth <= own)
+		return 0;
+	return ibcr_fail(e, "pid %d: is pid %ld of a PID namespace below this saver's (a "
+			 "container, or restart-loader --pid-ns), whose ids it would not "
+			 "keep: run the saver in there (nsenter -t %d -p -m saver -o "
+			 "/ABSOLUTE/IMAGE %ld)", (int)pid, inner, (int)pid, inner);
+}
+
 /* Refuses, with the reason, what cannot be a target; before any change. */
 int target_check(pid_t pid, struct ibcr_err *e)
 {
@@ -228,6 +275,8 @@ int target_check(pid_t pid, struct ibcr_err *e)
 				 "would stop or end everything else)");
 	if (ps.state == 'Z' || ps.state == 'X')
 		return ibcr_fail(e, "pid %d: the process is a zombie", (int)pid);
+	if (pidns_check(pid, e))
+		return -1;
 	if (pid == getpid() || pid == guard_pid())
 		return ibcr_fail(e, "pid %d: is this saver%s: it cannot checkpoint itself",
 				 (int)pid, pid == getpid() ? "" : "'s own guardian");

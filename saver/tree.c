@@ -137,7 +137,7 @@ int tree_seize(struct target **t, uint32_t *n, struct ibcr_err *e)
 					 "saved with --tree: run the saver from outside the tree",
 					 (int)x->pid, x->pid == getpid() ? "" : "'s guardian");
 		x->tree = 1;	/* its children are saved too */
-		if (target_seize(x, e) || add_children(t, n, i, e))
+		if (pidns_check(x->pid, e) || target_seize(x, e) || add_children(t, n, i, e))
 			return -1;
 	}
 	return 0;
