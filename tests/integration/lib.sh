@@ -191,6 +191,21 @@ restart() {
 	STARTED+=("$RPID")
 }
 
+# saver_refused PID REGEX...: saver --kill of PID must fail, before
+# anything is written, in one line (warnings aside) matching every
+# (extended) REGEX; the message is in $T/saver-refused.err.
+saver_refused() {
+	local pid=$1 st=0 re err=$T/saver-refused.err
+	shift
+	"$SAVER" --kill -o "$T/refused.ckpt" "$pid" 2>"$err" || st=$?
+	[ $st != 0 ] || fail "saver took pid $pid, which it must refuse"
+	[ "$(grep -vc '^saver: warning:' "$err")" = 1 ] || fail "the refusal is not one line: $(cat "$err")"
+	for re; do
+		grep -qE -- "$re" "$err" || fail "the refusal lacks /$re/: $(cat "$err")"
+	done
+	! ls "$T/refused.ckpt"* >/dev/null 2>&1 || fail "a refused checkpoint left an image"
+}
+
 # restart_refused IMAGE MESSAGE [COMMAND...]: restart-loader, run through
 # COMMAND... when given (runas, nice...), must refuse IMAGE: exit status
 # 1 and MESSAGE (a fixed string) in what it says ($T/refused.out).

@@ -41,15 +41,8 @@ in_ns() {
 in_ns "$T/a.ckpt"
 [ "$HOSTPID" != "$pid" ] || fail "the host pid is the saved one: no namespace to test"
 n=$(last_tick "$T/prog.out")
-st=0
-"$SAVER" --kill -o "$T/outside.ckpt" "$HOSTPID" 2>"$T/outside.err" || st=$?
-[ $st != 0 ] || fail "saver outside the namespace took pid $HOSTPID (pid $pid inside)"
-[ "$(grep -vc '^saver: warning:' "$T/outside.err")" = 1 ] ||
-	fail "refusal is not one line: $(cat "$T/outside.err")"
-grep -q "pid $HOSTPID: is pid $pid of a PID namespace" "$T/outside.err" ||
-	fail "refusal does not name both pids: $(cat "$T/outside.err")"
-grep -q "nsenter -t $HOSTPID -p -m" "$T/outside.err" || fail "refusal does not say how: $(cat "$T/outside.err")"
-ls "$T/outside.ckpt"* >/dev/null 2>&1 && fail "the refused checkpoint left an image"
+saver_refused "$HOSTPID" "pid $HOSTPID: is pid $pid of a PID namespace" \
+	"nsenter -t $HOSTPID -p -m"
 wait_line "$T/prog.out" "^tick $((n + 3)) "
 
 nsenter -t "$HOSTPID" -p -m "$SAVER" --kill -o "$T/inside.ckpt" "$pid" 2>"$T/inside.err" ||

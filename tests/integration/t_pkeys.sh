@@ -41,14 +41,7 @@ grep -q 'pkeys default' "$T/alloc.info" &&
 start "$T/region.out" "$PROGS/pkeys" region
 wait_line "$T/region.out" '^page '
 read -r _ range _ key <<<"$(head -n 1 "$T/region.out")"
-st=0
-"$SAVER" --kill -o "$T/region.ckpt" "$PID" 2>"$T/region.err" || st=$?
-[ $st != 0 ] || fail "saver took a page under protection key $key"
-[ "$(grep -vc '^saver: warning:' "$T/region.err")" = 1 ] ||
-	fail "refusal is not one line: $(cat "$T/region.err")"
-grep -q "$range" "$T/region.err" || fail "refusal does not name region $range: $(cat "$T/region.err")"
-grep -q "protection key" "$T/region.err" || fail "refusal does not name the cause: $(cat "$T/region.err")"
-ls "$T/region.ckpt"* >/dev/null 2>&1 && fail "a refused checkpoint left an image"
+saver_refused "$PID" "$range" "protection key"
 kill -0 "$PID" 2>/dev/null || fail "the refused program did not survive"
 grep -q "State:.*S\|State:.*R" "/proc/$PID/status" || fail "the refused program is not running: $(grep State "/proc/$PID/status")"
 exit 0
