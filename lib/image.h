@@ -237,6 +237,7 @@ struct ibcr_seccomp_filter {
 #define IBCR_PATTRF_SUBREAPER 0x1	/* PR_SET_CHILD_SUBREAPER */
 #define IBCR_PATTRF_MEMBARRIER_OLD 0x2	/* kernel without MEMBARRIER_CMD_GET_REGISTRATIONS: */
 					/* the global expedited registration is unknown */
+#define IBCR_PATTRF_AMX 0x4	/* x86: asked for AMX tile data (ARCH_REQ_XCOMP_PERM) */
 
 /* membarrier registrations, as the commands that make them (MEMBARRIER_CMD_*) */
 #define IBCR_MEMBARRIER_GLOBAL_EXPEDITED 0x4

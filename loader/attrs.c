@@ -47,6 +47,26 @@ static int register_membarrier(uint32_t mask, struct ibcr_err *e)
 	return 0;
 }
 
+#ifdef __x86_64__
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+#endif
+
+/* The AMX permission the process had (attrs_check.c: this CPU has AMX). */
+static int ask_amx(const struct ibcr_pattrs *a, struct ibcr_err *e)
+{
+	if (!(a->flags & IBCR_PATTRF_AMX))
+		return 0;
+#ifdef __x86_64__
+	if (!syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA))
+		return 0;
+#else
+	errno = ENOSYS;
+#endif
+	return ibcr_fail_errno(e, errno, "asking for AMX tile data as the saved process had "
+			       "(ARCH_REQ_XCOMP_PERM)");
+}
+
 int attrs_child(const struct restore *rs, struct ibcr_err *e)
 {
 	const struct ibcr_process_state *ps = rs->ps;
@@ -61,7 +81,7 @@ int attrs_child(const struct restore *rs, struct ibcr_err *e)
 	/* bit 0: disabled; the rest: its flags (PR_THP_DISABLE_EXCEPT_ADVISED) */
 	if (a->thp_disable && prctl(PR_SET_THP_DISABLE, 1, a->thp_disable & ~1u, 0, 0))
 		return ibcr_fail_errno(e, errno, "PR_SET_THP_DISABLE %u", a->thp_disable);
-	return register_membarrier(a->membarrier, e);
+	return register_membarrier(a->membarrier, e) || ask_amx(a, e) ? -1 : 0;
 }
 
 /*

@@ -239,6 +239,28 @@ static int check_membarrier(const struct ibcr_process_state *ps, struct ibcr_err
 	return 0;
 }
 
+#ifdef __x86_64__
+#define ARCH_GET_XCOMP_SUPP 0x1021
+#define XFEATURE_MASK_XTILEDATA (1ULL << 18)
+#endif
+
+/* A process that asked for AMX can have it here (attrs.c asks). */
+static int check_amx(const struct ibcr_process_state *ps, struct ibcr_err *e)
+{
+	uint64_t supp = 0;
+
+	if (!(ps->pattrs.flags & IBCR_PATTRF_AMX))
+		return 0;
+#ifdef __x86_64__
+	if (syscall(SYS_arch_prctl, ARCH_GET_XCOMP_SUPP, &supp))
+		supp = 0;
+	if (supp & XFEATURE_MASK_XTILEDATA)
+		return 0;
+#endif
+	return ibcr_fail(e, "pid %d: asked for AMX tile data (ARCH_REQ_XCOMP_PERM), which "
+			 "this CPU or kernel does not offer", ps->rec.pid);
+}
+
 int attrs_preflight(const struct restore *rs, struct ibcr_err *e)
 {
 	const struct ibcr_process_state *ps = rs->ps;
@@ -248,5 +270,5 @@ int attrs_preflight(const struct restore *rs, struct ibcr_err *e)
 	if (!ps->has_attrs)
 		return 0;	/* an older image: nothing else was saved */
 	return check_oom(ps, e) || check_affinity(ps, e) || check_sched(ps, e) ||
-	       check_membarrier(ps, e) || attrs_check_cgroup(rs, e);
+	       check_membarrier(ps, e) || check_amx(ps, e) || attrs_check_cgroup(rs, e);
 }

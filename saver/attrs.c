@@ -121,6 +121,35 @@ static int read_membarrier(struct target *t, struct ibcr_err *e)
 	return 0;
 }
 
+#ifdef __x86_64__
+#define ARCH_GET_XCOMP_PERM 0x1022
+#define XFEATURE_MASK_XTILEDATA (1ULL << 18)
+#endif
+
+/*
+ * x86 AMX is a process's once it asked (ARCH_REQ_XCOMP_PERM); only the
+ * process can read what it asked for. The restore asks again.
+ */
+static int read_xcomp_perm(struct target *t, uint64_t scratch, struct ibcr_err *e)
+{
+#ifdef __x86_64__
+	uint64_t perm = 0;
+	long rc;
+
+	if (inject_call(t, 0, SYS_arch_prctl, ARCH_GET_XCOMP_PERM, scratch, 0, 0, &rc, e))
+		return -1;
+	if (rc == 0 && read_target(t, scratch, &perm, sizeof(perm), e))
+		return -1;
+	if (rc == 0 && (perm & XFEATURE_MASK_XTILEDATA))
+		t->ps.pattrs.flags |= IBCR_PATTRF_AMX;
+#else
+	(void)t;
+	(void)scratch;
+	(void)e;
+#endif
+	return 0;	/* an older kernel (EINVAL): no AMX to ask for */
+}
+
 static int read_process(struct target *t, uint64_t scratch, struct ibcr_err *e)
 {
 	int32_t sub = 0;
@@ -136,7 +165,7 @@ static int read_process(struct target *t, uint64_t scratch, struct ibcr_err *e)
 	if (thp < 0 || thp > 3)
 		return ibcr_fail(e, "pid %d: PR_GET_THP_DISABLE answered %ld", (int)t->pid, thp);
 	t->ps.pattrs.thp_disable = (uint32_t)thp;
-	return read_membarrier(t, e);
+	return read_membarrier(t, e) || read_xcomp_perm(t, scratch, e) ? -1 : 0;
 }
 
 /* Scheduling and affinity, which the kernel shows to anyone. */
