@@ -247,11 +247,11 @@ static int check_membarrier(const struct ibcr_process_state *ps, struct ibcr_err
 /* A process that asked for AMX can have it here (attrs.c asks). */
 static int check_amx(const struct ibcr_process_state *ps, struct ibcr_err *e)
 {
-	uint64_t supp = 0;
-
 	if (!(ps->pattrs.flags & IBCR_PATTRF_AMX))
 		return 0;
 #ifdef __x86_64__
+	uint64_t supp = 0;
+
 	if (syscall(SYS_arch_prctl, ARCH_GET_XCOMP_SUPP, &supp))
 		supp = 0;
 	if (supp & XFEATURE_MASK_XTILEDATA)
