@@ -27,10 +27,4 @@ int arch_capture_thread(pid_t tid, struct arch_thread_extra *x, int *regset);
  */
 int arch_fp_pkeys_default(const uint8_t *fpregs, uint32_t size);
 
-/*
- * 0 when a restore can give the saved FP state back exactly; otherwise -1
- * and the cause in why (x86: AMX tile data in use).
- */
-int arch_fp_restorable(const uint8_t *fpregs, uint32_t size, char *why, size_t n);
-
 #endif

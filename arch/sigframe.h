@@ -16,6 +16,13 @@ struct arch_thread_regs {
 	int keep_altstack;	/* leave the thread's alternate stack as it is */
 };
 
+/*
+ * 1 when the thread's saved FP state holds a component whose room the
+ * kernel makes only at the thread's first use of it (x86 AMX tile
+ * data): the core touches it before the sigreturn (plan_thread).
+ */
+int arch_frame_needs_touch(const uint8_t *fpregs, uint32_t size);
+
 /* Bytes an area must have for arch_build_frame. */
 size_t arch_frame_size(uint32_t fpregs_size);
 /* Builds the rt_sigframe in `area`; returns the frame's address. */

@@ -219,6 +219,7 @@ static void plan_thread(struct plan_thread *pt, struct arena *a,
 	memcpy(pt->comm, r->comm, sizeof(pt->comm));
 	pt->stack_top = (uint64_t)(uintptr_t)take(a, CORE_STACK, 64) + CORE_STACK;
 	pt->frame = arch_build_frame(take(a, arch_frame_size(r->fpregs_size), 64), &regs);
+	pt->xstate_touch = (uint32_t)arch_frame_needs_touch(t->fpregs, r->fpregs_size);
 	si = take(a, (size_t)r->nsiginfo * IBCR_SIGINFO_SIZE + 1, 8);
 	memcpy(si, t->siginfo, (size_t)r->nsiginfo * IBCR_SIGINFO_SIZE);
 	pt->siginfo = si;

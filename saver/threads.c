@@ -111,15 +111,12 @@ static int capture_one(struct target *t, uint32_t i, struct ibcr_err *e)
 	uint8_t *shared = NULL, *own = NULL;
 	uint32_t nshared = 0, nown = 0;
 	size_t len = 65536;
-	char why[128];
 
 	rec->tid = tid;
 	ts->fpregs = xmalloc(len);
 	if (pt_getregset(tid, ARCH_NT_FPREGS, ts->fpregs, &len, e))
 		return -1;
 	rec->fpregs_size = (uint32_t)len;
-	if (arch_fp_restorable(ts->fpregs, rec->fpregs_size, why, sizeof(why)))
-		return ibcr_fail(e, "thread %d: %s", tid, why);
 	if (arch_fp_pkeys_default(ts->fpregs, rec->fpregs_size))
 		rec->flags |= IBCR_THREADF_PKEYS_DEFAULT;
 	if (pt_getsigmask(tid, &rec->sigmask, e) || read_comm(t->pid, tid, rec->comm, e) ||

@@ -26,12 +26,3 @@ int arch_fp_pkeys_default(const uint8_t *fpregs, uint32_t size)
 	(void)size;
 	return 0;	/* no protection keys in the saved state */
 }
-
-int arch_fp_restorable(const uint8_t *fpregs, uint32_t size, char *why, size_t n)
-{
-	(void)fpregs;
-	(void)size;
-	(void)why;
-	(void)n;
-	return 0;	/* v0-v31, fpsr, fpcr: always */
-}

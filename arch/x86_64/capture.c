@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* x86_64: fs_base and gs_base are part of NT_PRSTATUS; nothing else. */
 #include <cpuid.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "capture.h"
@@ -39,23 +38,4 @@ int arch_fp_pkeys_default(const uint8_t *fpregs, uint32_t size)
 	memcpy(&theirs, fpregs + b, 4);
 	__asm__ volatile("rdpkru" : "=a"(mine) : "c"(0) : "rdx");
 	return theirs == mine;
-}
-
-#define XFEATURE_XTILEDATA 18
-
-/*
- * AMX tile data lives only in processes that asked the kernel for it
- * (ARCH_REQ_XCOMP_PERM), which the restore does not ask on their behalf.
- */
-int arch_fp_restorable(const uint8_t *fpregs, uint32_t size, char *why, size_t n)
-{
-	uint64_t bv;
-
-	if (size < 512 + 64)
-		return 0;
-	memcpy(&bv, fpregs + 512, 8);
-	if (!(bv & (1ULL << XFEATURE_XTILEDATA)))
-		return 0;
-	snprintf(why, n, "it holds AMX tile data, which restore cannot give back yet");
-	return -1;
 }

@@ -150,6 +150,16 @@ static int make_xsave_frame(uint8_t *fp, uint32_t size)
 	return 1;
 }
 
+int arch_frame_needs_touch(const uint8_t *fpregs, uint32_t size)
+{
+	uint64_t bv;
+
+	if (size < 512 + 64)
+		return 0;
+	memcpy(&bv, fpregs + 512, 8);
+	return !!(bv & XFEATURE_MASK_DYNAMIC);
+}
+
 void *arch_build_frame(void *area, const struct arch_thread_regs *t)
 {
 	uintptr_t base = ((uintptr_t)area + 15) & ~(uintptr_t)15;

@@ -54,5 +54,7 @@ void core_timers_arm(struct plan *p, uint32_t idx);
 
 /* freestanding/arch/<arch>/core_arch.c */
 long arch_set_tls(const uint64_t tls[2]);
+/* Makes the kernel give this thread room for the state its frame holds. */
+void arch_touch_xstate(void);
 
 #endif

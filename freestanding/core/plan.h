@@ -93,6 +93,8 @@ struct plan_thread {
 	uint64_t stack_top;	/* the core's stack for this thread */
 	uint32_t nsiginfo;
 	uint32_t has_attrs;	/* attrs below are the saved ones (core/attrs.c) */
+	uint32_t xstate_touch;	/* touch lazily sized state first (arch_touch_xstate) */
+	uint32_t pad;
 	const uint8_t *siginfo;	/* per-thread pending, 128 bytes each */
 	const struct plan_creds *creds;
 	struct ibcr_tattrs attrs;

@@ -138,6 +138,8 @@ static __attribute__((noreturn)) void finish(struct plan *p, long idx)
 		handover(p);
 	futex_wait_ne(&p->go, 1);
 	core_sandbox(p, (uint32_t)idx);
+	if (t->xstate_touch)
+		arch_touch_xstate();
 	ibcr_sigreturn(t->frame);
 }
 
