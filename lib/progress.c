@@ -55,6 +55,9 @@ static void show(struct progress *p, int last)
 	d = d > p->base ? d - p->base : 0;
 	if (p->total && d > p->total)
 		d = p->total;
+	/* the total was an estimate (resident memory): at the end, what was done */
+	if (last && p->total)
+		p->total = d;
 	rate = t > 0 ? (double)d / t : 0;
 	if (p->total && rate > 0 && !last)
 		snprintf(left, sizeof(left), ", %.0f s left", (double)(p->total - d) / rate);

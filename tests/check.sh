@@ -20,8 +20,9 @@ step() {
 	[ $st = 0 ] || rc=1
 }
 
+# the cross toolchain and the arm64 guest's packages first (a fresh machine)
 aarch64() {
-	make -s ARCH=aarch64 all progs unit-bins && tools/lint.sh aarch64 && tests/vm/aarch64-suite.sh
+	tools/aarch64/deps.sh -q && make -s ARCH=aarch64 all progs unit-bins && tools/lint.sh aarch64 && tests/vm/aarch64-suite.sh
 }
 
 step lint tools/lint.sh
