@@ -14,7 +14,7 @@
 # rlimits of its own (the process's come back), terminal off (stdout is
 # a pipe). The loader keeps the container's cgroup (--cgroup=here, in
 # ckpt-oci's entrypoint). The program in the container, checkpointed
-# from outside, is refused: the names of its files mean other files here.
+# from outside, is refused: it knows itself by the container's pids.
 . "$(dirname "$0")/lib.sh"
 is_root || fail "runc needs root here"
 for t in umoci runc python3; do
@@ -88,13 +88,14 @@ runc run -d -b "$T/run2" "$ID" >"$T/run2.out" 2>"$T/run2.err" </dev/null ||
 	fail "runc run -d: $(cat "$T/run2.err")"
 wait_line "$T/run2.out" "^tick $((before + 5)) pid $pid\$"
 runc state "$ID" | holds '"status": "running"' || fail "runc state: $(runc state "$ID")"
-# the program in the container, saved from outside: its files are the
-# container's (the same names here are other files): refused, and it runs on
+# the program in the container, saved from outside: it knows itself by
+# the container's pids (and its files are the container's): refused,
+# naming both pids, and it runs on
 inside=$(runc ps "$ID" | awk '/python3/ { print $2 }')
 [ -n "$inside" ] || fail "runc ps shows no python3: $(runc ps "$ID")"
 "$SAVER" -o "$T/inside.ckpt" "$inside" >"$T/inside.err" 2>&1 &&
 	fail "saver took a process whose files it cannot name"
-grep -q "^saver: pid $inside: region .*: the process sees another file at that path than the saver (another mount namespace" \
+grep -q "^saver: pid $inside: is pid $pid of a PID namespace below this saver's" \
 	"$T/inside.err" || fail "the refusal said: $(cat "$T/inside.err")"
 [ -e "$T/inside.ckpt" ] && fail "the refused checkpoint left an image"
 n=$(last_tick "$T/run2.out")
